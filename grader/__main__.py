@@ -1,0 +1,5 @@
+"""`python -m grader` runs the command line."""
+
+from grader.cli import main
+
+main()

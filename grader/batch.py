@@ -1,0 +1,170 @@
+"""Grade a folder of submissions in parallel; only the parent writes records.
+
+Each submission is graded in a worker process (one job per core by default).
+The parent writes `results/<student>.json` and `reports/<student>.html`
+atomically, then the gradebook row; a submission already in the gradebook
+with the same digest is skipped, so an interrupted batch resumes where it
+stopped. A submission that cannot be graded becomes a `rejected` row.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import ctypes
+import hashlib
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+from grader import grading
+from grader import lessons, record, render
+from grader.errors import GraderError
+
+SUFFIXES = (".ipynb", ".py")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a batch did."""
+
+    total: int
+    """Submissions found."""
+    skipped: int
+    """Already recorded with the same digest (resumed)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """graded / rejected / with errors / with timeouts among those graded now."""
+    seconds: float = 0.0
+    """Wall time."""
+
+
+def submissions(folder: Path) -> list[Path]:
+    """Every gradable-looking file in the folder (anything else is reported as rejected)."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides on Ctrl-C
+
+
+def grade_one(path: str, lesson_id: str, options: grading.Options) -> dict[str, Any]:
+    """The per-submission task (local worker or Dask): a result dict, never an exception."""
+    try:
+        return grading.grade(path, lesson_id, options).to_dict()
+    except GraderError as err:
+        return grading.rejected(path, str(err), lesson_id).to_dict()
+    except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
+        traceback.print_exc()
+        return grading.rejected(path, f"internal grader error: {type(err).__name__}: {err}", lesson_id).to_dict()
+
+
+def digest(path: Path) -> str:
+    """SHA-256 of the file, as load.read computes it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class _Progress:
+    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+        self.total, self.done, self.start, self.stream = total, 0, time.monotonic(), stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def step(self, student: str, data: dict[str, Any]) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        what = f"{data['score']:g}/{data['max_score']:g}" if data["status"] == "graded" else "rejected"
+        if self.tty:
+            width = 30
+            filled = int(width * self.done / max(1, self.total))
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                              f"ETA {eta:5.0f} s  {student[:20]:<20} {what:<10}")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(f"graded {self.done}/{self.total} {student} {what} (eta {eta:.0f} s)\n")
+        self.stream.flush()
+
+
+def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
+        options: grading.Options = grading.Options(), scheduler: str | None = None,
+        progress: bool = True) -> Summary:
+    """Grade every submission in `folder` into `out`; resumable."""
+    began = time.monotonic()
+    folder, out = Path(folder), Path(out)
+    lesson = lessons.get(lesson_id)
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    (out / "reports").mkdir(parents=True, exist_ok=True)
+    book = record.Gradebook(out / "gradebook.sqlite")
+    todo = []
+    found = submissions(folder)
+    for path in found:
+        if not book.has(lesson.id, path.stem, digest(path)):
+            todo.append(path)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))))
+    counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0}
+    bar = _Progress(len(todo)) if progress else None
+    try:
+        for path, data in _results(todo, lesson.id, options, jobs, scheduler):
+            _store(out, book, path, data)
+            counts["graded" if data["status"] == "graded" else "rejected"] += 1
+            statuses = {e["status"] for e in data.get("exercises", [])}
+            counts["errors"] += "error" in statuses
+            counts["timeouts"] += "timeout" in statuses
+            if bar:
+                bar.step(path.stem, data)
+    finally:
+        latest = book.latest(lesson.id)
+        record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv")
+        record.write_atomic(out / "index.html", render.dashboard_html(latest, lesson))
+        book.close()
+    return Summary(total=len(found), skipped=len(found) - len(todo), counts=counts, seconds=time.monotonic() - began)
+
+
+def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> None:
+    data.setdefault("digest", digest(path))
+    data.setdefault("graded_at", data.get("environment", {}).get("graded_at"))
+    record.write_json(data, out / "results" / f"{path.stem}.json")
+    record.write_atomic(out / "reports" / f"{path.stem}.html", render.report_html(data))
+    book.add(data, data["digest"])
+
+
+def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: int,
+             scheduler: str | None) -> Iterator[tuple[Path, dict[str, Any]]]:
+    if not todo:
+        return
+    if scheduler:
+        from grader import cluster
+
+        yield from cluster.results(scheduler, todo, lesson_id, options, grade_one)
+        return
+    if jobs == 1:
+        for path in todo:
+            yield path, grade_one(str(path), lesson_id, options)
+        return
+    with cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
+        futures: dict[cf.Future[dict[str, Any]], Path] = {
+            pool.submit(grade_one, str(path), lesson_id, options): path for path in todo}
+        try:
+            for future in cf.as_completed(futures):
+                yield futures[future], future.result()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def report_line(summary: Summary) -> str:
+    """One line for the terminal."""
+    c = summary.counts
+    return (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
+            f"{summary.skipped} already recorded; {c.get('errors', 0)} with errors, {c.get('timeouts', 0)} with timeouts; "
+            f"{summary.seconds:.1f} s")
+

@@ -1,0 +1,179 @@
+"""Command line: grade, check, release, validate, batch, portfolio.
+
+Each command calls one library function and one renderer. Only `GraderError`
+is caught here (one stderr line, exit 2); anything else is a grader bug and
+keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader import batch as batching
+from grader import grading
+from grader import lessons, record, render
+from grader.errors import GraderError, SubmissionRejected
+from grader.limits import Limits
+
+EXIT_OK = 0
+EXIT_UNSOUND = 1
+EXIT_BAD_INPUT = 2
+
+_FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
+
+
+def _options(seed: int | None, sandbox: str, require: bool, cell_timeout: float | None,
+             notebook_timeout: float | None, public_only: bool = False) -> grading.Options:
+    limits = Limits()
+    if cell_timeout is not None:
+        limits = replace(limits, cell_timeout=cell_timeout, probe_timeout=cell_timeout)
+    if notebook_timeout is not None:
+        limits = replace(limits, notebook_timeout=notebook_timeout)
+    return grading.Options(limits=limits, seed=seed, sandbox=sandbox, require_sandbox=require, public_only=public_only)
+
+
+def _warn_sandbox(data: dict[str, Any]) -> None:
+    box = data.get("sandbox") or {}
+    if box.get("missing"):
+        click.echo(f"grader: warning: isolation layers missing ({', '.join(box['missing'])}): {box.get('missing_reason')}",
+                   err=True)
+
+
+def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None) -> None:
+    if json_path == "-":
+        sys.stdout.write(record.dumps(data))
+        sys.stdout.flush()
+    elif json_path:
+        record.write_json(data, json_path)
+    if html_path:
+        record.write_atomic(html_path, render.report_html(data))
+
+
+def _fail(reason: str, path: Path, lesson: str | None, json_path: str | None, html_path: Path | None) -> None:
+    data = grading.rejected(path, reason, lesson).to_dict()
+    _emit(data, json_path, html_path)
+    click.echo(f"grader: {reason}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def _sandbox_options(fn: Any) -> Any:
+    fn = click.option("--seed", type=int, help="Seed for hidden cases (replays a recorded grade).")(fn)
+    fn = click.option("--no-sandbox", "sandbox", flag_value="none", help="Run the kernel without isolation.")(fn)
+    fn = click.option("--sandbox", "sandbox", flag_value="bwrap", help="Insist on the bubblewrap sandbox.")(fn)
+    fn = click.option("--require-sandbox", is_flag=True, help="Refuse to grade unless every isolation layer holds.")(fn)
+    fn = click.option("--cell-timeout", type=float, help="Seconds per cell and per exercise probe (default 30).")(fn)
+    fn = click.option("--notebook-timeout", type=float, help="Seconds for the whole run (default 300).")(fn)
+    return fn
+
+
+@click.group()
+def main() -> None:
+    """Grade notebooks of the inference-serving course."""
+
+
+@main.command("grade")
+@click.argument("submission", type=_FILE)
+@click.option("--lesson", "lesson_id", required=True, help="Lesson id, e.g. inference-capacity.")
+@click.option("--json", "json_path", help="Write the result JSON here ('-' for standard output).")
+@click.option("--html", "html_path", type=_FILE, help="Write the evidence report here.")
+@_sandbox_options
+def grade_cmd(submission: Path, lesson_id: str, json_path: str | None, html_path: Path | None, seed: int | None,
+              sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
+              notebook_timeout: float | None) -> None:
+    """Grade one .ipynb or .py submission."""
+    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout)
+    try:
+        result = grading.grade(submission, lesson_id, options)
+    except GraderError as err:
+        _fail(str(err), submission, lesson_id, json_path, html_path)
+        return
+    data = result.to_dict()
+    _warn_sandbox(data)
+    _emit(data, json_path, html_path)
+    if json_path != "-":
+        click.echo(render.summary_text(data))
+
+
+@main.command("check")
+@click.argument("submission", type=_FILE)
+@click.option("--lesson", "lesson_id", help="Lesson id (default: read from the notebook).")
+@click.option("--sandbox", "sandbox", flag_value="auto", help="Use the sandbox when this machine has it.")
+@click.option("--cell-timeout", type=float, help="Seconds per cell (default 30).")
+def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
+    """Self-check before submitting: public checks only, readable feedback."""
+    options = _options(None, sandbox or "none", False, cell_timeout, None, public_only=True)
+    try:
+        result = grading.grade(submission, lesson_id, options)
+    except GraderError as err:
+        click.echo(f"grader: {err}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(render.check_text(result.to_dict()))
+
+
+@main.command("release")
+@click.argument("lesson_id")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+def release_cmd(lesson_id: str, out_dir: Path) -> None:
+    """Write the student notebook of a lesson (no reference code in it)."""
+    try:
+        path = lessons.release(lesson_id, out_dir)
+    except GraderError as err:
+        click.echo(f"grader: {err}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(str(path))
+
+
+@main.command("validate")
+@click.argument("lesson_id")
+@_sandbox_options
+def validate_cmd(lesson_id: str, seed: int | None, sandbox: str | None, require_sandbox: bool,
+                 cell_timeout: float | None, notebook_timeout: float | None) -> None:
+    """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
+    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout)
+    try:
+        outcome = grading.validate(lesson_id, options)
+    except GraderError as err:
+        click.echo(f"grader: {err}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(render.validation_text(outcome))
+    sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
+
+
+@main.command("batch")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--lesson", "lesson_id", required=True)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--jobs", type=int, help="Parallel grading jobs (default: one per core).")
+@click.option("--scheduler", help="Address of an existing Dask scheduler (needs the [dask] extra).")
+@_sandbox_options
+def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, seed: int | None,
+              sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
+              notebook_timeout: float | None) -> None:
+    """Grade every submission in FOLDER; rerun to resume."""
+    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout)
+    try:
+        summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler)
+    except GraderError as err:
+        click.echo(f"grader: {err}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(batching.report_line(summary))
+
+
+@main.command("build-solution", hidden=True)
+@click.argument("lesson_id")
+def build_solution_cmd(lesson_id: str) -> None:
+    """Instructors: regenerate solutions/<id>/solution.ipynb from the scaffold and answers.py."""
+    import nbformat
+
+    lesson = lessons.get(lesson_id)
+    target = lesson.solutions / "solution.ipynb"
+    nbformat.write(lessons.solution_notebook(lesson), str(target))
+    click.echo(str(target))
+
+
+__all__ = ["main", "SubmissionRejected"]

@@ -1,0 +1,200 @@
+"""The spine: load -> sandbox/run -> probe -> judge -> record, for one submission."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import secrets
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from grader import judge, lessons, load, probe, run, sandbox, wire
+from grader.errors import LessonError, SubmissionRejected
+from grader.limits import Limits
+from grader.record import GradeResult
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to grade. Precedence: CLI flags > these fields > `Limits` defaults."""
+
+    limits: Limits = Limits()
+    """Time, memory and output bounds."""
+    seed: int | None = None
+    """Seed for hidden cases; None draws a fresh one (recorded in the result)."""
+    public_only: bool = False
+    """Only the public checks (`grader check`): no hidden cases, no reference needed."""
+    sandbox: str = "auto"
+    """`auto`, `bwrap` or `none`."""
+    require_sandbox: bool = False
+    """Refuse to grade when an isolation layer is missing."""
+    jobs_at_once: int = 1
+    """How many grades ran concurrently (recorded with the measurements)."""
+
+
+def environment(jobs_at_once: int) -> dict[str, Any]:
+    """Where and when this grade ran (the kernel uses the same environment)."""
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
+        "numpy": version("numpy"), "ipykernel": version("ipykernel"), "nbclient": version("nbclient"),
+        "grader": version("inference-grader"), "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(), "cpu_model": cpu, "cpu_count": os.cpu_count(),
+        "graded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "jobs_at_once": jobs_at_once,
+    }
+
+
+def rejected(path: str | Path, reason: str, lesson: str | None = None, student: str | None = None) -> GradeResult:
+    """The result recorded for a submission that cannot be graded."""
+    return GradeResult(status="rejected", lesson=lesson, student=student or Path(path).stem, error=reason,
+                       extra={"submission": Path(path).name})
+
+
+def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
+    hidden = {} if public_only else lessons.hidden_cases(lesson.id, seed)
+    return [probe.ExercisePlan(ex.id, ex.needs, tuple(ex.cases) + tuple(hidden.get(ex.id, [])))
+            for ex in lesson.exercises]
+
+
+def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The student's answers on the public inputs, split into measured and simulated."""
+    measured: dict[str, Any] = {}
+    simulated: dict[str, Any] = {}
+    for ex, plan in zip(lesson.exercises, plans):
+        found = probes[ex.id]
+        if found.status != "ok":
+            continue
+        answers = []
+        for case, result in zip(plan.cases, found.results):
+            if case.hidden:
+                continue
+            entry = {"case": case.label(), "name": case.name, "args": list(case.args), "kwargs": case.kwargs}
+            entry.update({k: result[k] for k in ("value", "raised") if k in result})
+            answers.append(entry)
+        (measured if ex.kind == "measured" else simulated)[ex.id] = answers
+    return measured, simulated
+
+
+def grade(path: str | Path, lesson_id: str | None = None, options: Options = Options(),
+          student: str | None = None) -> GradeResult:
+    """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
+    submission = load.read(path, student)
+    lesson = lessons.get(_lesson_id(lesson_id, submission))
+    seed = options.seed if options.seed is not None else secrets.randbelow(2**62)
+    plans = _plans(lesson, seed, options.public_only)
+    report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
+    sandbox.sweep_stale()
+    nonce = probe.new_nonce()
+    tail = [(plan.exercise_id, probe.cell_source(plan, nonce)) for plan in plans]
+    executed = run.execute(submission.notebook, tail, options.limits,
+                           lambda: sandbox.kernel_manager(report, options.limits))
+    probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
+                                              nonce, options.limits.probe_payload_bytes) for plan in plans}
+    reference = None if options.public_only else lessons.reference(lesson.id)
+    checks = lessons.properties(lesson.id)
+    verdicts = []
+    for ex, plan in zip(lesson.exercises, plans):
+        expectations = [judge.expectation(case, reference) for case in plan.cases]
+        verdicts.append(judge.judge(ex, list(plan.cases), probes[ex.id], expectations, executed.cells,
+                                    submission.notebook, checks))
+    measured, simulated = _evidence(lesson, plans, probes)
+    env = environment(options.jobs_at_once)
+    measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
+                     "percentile_method": "linear (NumPy default)", "jobs_at_once": options.jobs_at_once}
+    return GradeResult(
+        status="graded", lesson=lesson.id, student=submission.student,
+        score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
+        exercises=tuple(v.to_dict() for v in verdicts),
+        measured={"how": measured_meta, "answers": measured} if measured else {},
+        simulated={"answers": simulated},
+        environment=env, sandbox=report.to_dict(),
+        extra={
+            "mode": "check" if options.public_only else "grade",
+            "seed": None if options.public_only else seed,
+            "digest": submission.digest, "submission": Path(submission.path).name,
+            "graded_at": env["graded_at"], "notes": list(submission.notes) + list(executed.dropped),
+            "run": {"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
+                    "timings": {k: round(v, 3) for k, v in executed.timings.items()},
+                    "flood": executed.flood, "deadline_hit": executed.deadline_hit},
+            "cells": [{"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
+                       "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"],
+            "as_submitted": list(submission.as_submitted),
+            "explanations": list(submission.explanations),
+        },
+    )
+
+
+def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:
+    if lesson_id:
+        return lesson_id
+    if submission.lesson_hint:
+        return submission.lesson_hint
+    known = ", ".join(lessons.available())
+    raise LessonError(f"{Path(submission.path).name}: no lesson in the notebook's metadata; pass --lesson ({known})")
+
+
+__all__ = ["Options", "grade", "rejected", "environment", "SubmissionRejected", "wire"]
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The outcome of `grader validate`."""
+
+    lesson: str
+    """Lesson id."""
+    reference: GradeResult
+    """Grade of the completed solution notebook (hidden cases included)."""
+    scaffold: GradeResult
+    """Grade of the bare student notebook."""
+    problems: tuple[str, ...]
+    """Everything that makes the lesson unsound; empty when it is sound."""
+
+
+def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None) -> Validation:
+    """Prove a lesson sound: reference full marks, scaffold zero, stated figures agree with the reference."""
+    import tempfile
+
+    import nbformat
+
+    lesson = lessons.get(lesson_id)
+    problems = []
+    reference = lessons.reference(lesson.id)
+    for ex in lesson.exercises:
+        for case in ex.cases:
+            if not case.has_expect:
+                continue
+            want = judge.plain(case.expect)
+            got = judge.expectation(lessons.Case(**{**case.__dict__, "expect": None, "has_expect": False}), reference)
+            mismatch = judge.compare(got["value"], want, case)
+            if mismatch:
+                problems.append(f"{ex.id}: the reference disagrees with the lesson's figure for {case.label()}: {mismatch.public()}")
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        solution = Path(tmp) / "reference.ipynb"
+        nbformat.write(lessons.solution_notebook(lesson), str(solution))
+        scaffold_path = lessons.release(lesson.id, tmp)
+        ref = grade(solution, lesson.id, options)
+        bare = grade(scaffold_path, lesson.id, options)
+    for e in ref.exercises:
+        if e["status"] != "passed":
+            problems.append(f"reference fails {e['id']}: {'; '.join(e['messages'][:2])}")
+    for e in bare.exercises:
+        if e["status"] == "passed":
+            problems.append(f"the bare scaffold passes {e['id']}: its checks cannot tell an empty answer from a right one")
+    return Validation(lesson.id, ref, bare, tuple(problems))

@@ -1,0 +1,299 @@
+"""Step 4, judge: compare the kernel's plain answers with the reference, here.
+
+Nothing in this module runs in the student's kernel. Expected answers come
+from the figures a lesson states (`expect` in lesson.toml), from the lesson's
+public consistency checks, or from the reference namespace computed in the
+grader process on the same inputs. Messages name what to fix; a hidden case's
+reference answer is never put in a message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from grader import wire
+from grader.lessons import Case, Exercise
+from grader.probe import Probe
+from grader.run import CellRun
+
+STATUSES = ("passed", "failed", "error", "missing", "timeout")
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """How one case was judged (for reports; hidden answers are not kept)."""
+
+    label: str
+    """The call or name, as feedback shows it."""
+    hidden: bool
+    """Drawn at grading time."""
+    outcome: str
+    """`passed`, `failed` or `error`."""
+    message: str = ""
+    """What differed, if anything."""
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    """The verdict on one exercise (the contract's `exercises[]` entry)."""
+
+    id: str
+    """Exercise id."""
+    status: str
+    """One of STATUSES."""
+    score: float
+    """Points earned: all or nothing."""
+    max_score: float
+    """Points available."""
+    kind: str
+    """`simulated` or `measured`."""
+    messages: tuple[str, ...] = ()
+    """Feedback lines, most useful first."""
+    cases: tuple[CaseVerdict, ...] = field(default=())
+    """Per-case verdicts."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's JSON form, plus per-case verdicts."""
+        return {"id": self.id, "status": self.status, "score": self.score, "max_score": self.max_score,
+                "kind": self.kind, "messages": list(self.messages),
+                "cases": [{"label": c.label, "hidden": c.hidden, "outcome": c.outcome, "message": c.message}
+                          for c in self.cases]}
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """An answer the probe could not turn into plain data."""
+
+    type_name: str
+
+
+def plain(data: Any) -> Any:
+    """Wire data from the kernel as Python values (arrays keep their kind)."""
+    if isinstance(data, list):
+        return [plain(item) for item in data]
+    if isinstance(data, dict):
+        if "__array__" in data:
+            kind = data.get("kind", "f")
+            dtype = bool if kind == "b" else float
+            try:
+                return np.asarray(data["__array__"], dtype=dtype)
+            except (TypeError, ValueError):
+                return Opaque("array")
+        if "__dict__" in data:
+            out = {}
+            for pair in data["__dict__"]:
+                key = plain(pair[0])
+                key = key.item() if isinstance(key, np.ndarray) and key.ndim == 0 else key
+                try:
+                    out[key] = plain(pair[1])
+                except TypeError:
+                    return Opaque("dict")
+            return out
+        if "__object__" in data:
+            return Opaque(str(data["__object__"]))
+        return {key: plain(value) for key, value in data.items()}
+    return data
+
+
+def expectation(case: Case, reference: dict[str, Any] | None) -> dict[str, Any]:
+    """What a correct answer is: stated, a property, or the reference's answer on the same input."""
+    if case.raises:
+        return {"raises": case.raises}
+    if case.property:
+        return {"property": case.property}
+    if case.accepts:
+        return {"accepts": True}
+    if case.has_expect:
+        return {"value": case.expect}
+    if reference is None:
+        return {"unavailable": True}
+    try:
+        target = reference[case.name]
+        value = target if case.mode == "value" else target(*wire.decode(list(case.args)), **wire.decode(case.kwargs))
+    except Exception as exc:  # a reference that raises is a lesson bug: say so loudly
+        raise RuntimeError(f"reference failed on {case.label()}: {type(exc).__name__}: {exc}") from exc
+    return {"value": plain(wire.encode(value))}
+
+
+def show(value: Any, limit: int = 160) -> str:
+    """A short rendering of an answer for feedback."""
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, precision=6, separator=", ", threshold=12)
+    elif isinstance(value, Opaque):
+        text = f"<{value.type_name}>"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k!r}: {show(v, 40)}" for k, v in value.items()) + "}"
+    elif isinstance(value, float):
+        text = repr(round(value, 10))
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _numbers(value: Any) -> np.ndarray | None:
+    if isinstance(value, (Opaque, str, dict)) or value is None:
+        return None
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return array
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """What differed: where, what the student gave, what was expected."""
+
+    where: str
+    got: str
+    want: str
+
+    def public(self) -> str:
+        """Feedback that may show the expected value (public cases)."""
+        return f"expected {self.want}{self.at}, got {self.got}"
+
+    def hidden(self) -> str:
+        """Feedback that never shows the reference's answer (hidden cases)."""
+        return f"your answer{self.at} ({self.got}) differs from the reference"
+
+    @property
+    def at(self) -> str:
+        return f" for {self.where}" if self.where else ""
+
+
+def compare(actual: Any, expected: Any, case: Case, decimals: Any = None, where: str = "") -> Mismatch | None:
+    """None when `actual` matches `expected` under the case's rule; else what differs."""
+    if decimals is None and where == "":
+        decimals = case.decimals
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return Mismatch(where, show(actual, 60), f"a dict with keys {sorted(map(str, expected))}")
+        for key, want in expected.items():
+            if key not in actual:
+                return Mismatch(f"key '{key}'", "no such key", f"the key '{key}'")
+            rule = decimals.get(key) if isinstance(decimals, dict) else decimals
+            problem = compare(actual[key], want, case, rule, where=f"'{key}'" if not where else f"{where}['{key}']")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, bool) or (isinstance(expected, np.ndarray) and expected.dtype == bool and expected.ndim == 0):
+        got = actual.item() if isinstance(actual, np.ndarray) and actual.ndim == 0 and actual.dtype == bool else actual
+        if not isinstance(got, bool) or got != bool(expected):
+            return Mismatch(where, show(actual, 60), f"{bool(expected)} (a bool)")
+        return None
+    if isinstance(expected, str) or expected is None:
+        if actual != expected or type(actual) is not type(expected):
+            return Mismatch(where, show(actual, 60), repr(expected))
+        return None
+    want = _numbers(expected)
+    got = _numbers(actual)
+    if want is None:
+        return None if actual == expected else Mismatch(where, show(actual), show(expected))
+    if got is None:
+        return Mismatch(where, show(actual, 60), "numbers")
+    if got.shape != want.shape:
+        return Mismatch(where, f"shape {list(got.shape)}: {show(actual, 60)}", f"shape {list(want.shape)}")
+    if isinstance(decimals, int) and not isinstance(decimals, bool):
+        ok = np.abs(got - want) <= 0.5 * 10.0 ** (-decimals) + 1e-9
+    else:
+        ok = np.isclose(got, want, rtol=case.rtol, atol=case.atol)
+    ok = (ok & np.isfinite(got)) | (np.isnan(got) & np.isnan(want))
+    if np.all(ok):
+        return None
+    if got.ndim == 0:
+        return Mismatch(where, show(actual), show(expected))
+    first = tuple(int(i) for i in np.argwhere(~ok)[0])
+    index = "[" + ", ".join(map(str, first)) + "]"
+    return Mismatch(f"{where}{index}" if where else f"item {index}", f"{show(got[first])} in {show(actual, 100)}",
+                    show(want[first]))
+
+
+def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
+                  checks: dict[str, Callable[[Case, Any], list[str]]]) -> CaseVerdict:
+    label = case.label()
+    prefix = f"hidden case {label}" if case.hidden else label
+    if "missing" in result:
+        return CaseVerdict(label, case.hidden, "error", f"{prefix}: `{result['missing']}` is not defined")
+    raised = result.get("raised")
+    if "raises" in expect:
+        if raised and raised.get("value_error"):
+            return CaseVerdict(label, case.hidden, "passed")
+        if raised:
+            return CaseVerdict(label, case.hidden, "failed",
+                               f"{prefix}: raised {raised.get('type')}, but the contract requires ValueError (or a subclass)")
+        return CaseVerdict(label, case.hidden, "failed", f"{prefix}: returned normally; this input is invalid and must raise ValueError")
+    if raised:
+        return CaseVerdict(label, case.hidden, "error",
+                           f"{prefix}: raised {raised.get('type')}: {raised.get('message', '')}".rstrip(": "))
+    if "accepts" in expect:
+        return CaseVerdict(label, case.hidden, "passed")
+    actual = plain(result.get("value"))
+    if "property" in expect:
+        check = checks.get(expect["property"])
+        if check is None:
+            raise RuntimeError(f"the lesson names an unknown consistency check '{expect['property']}'")
+        problems = check(case, actual)
+        if problems:
+            return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + "; ".join(problems[:3]))
+        return CaseVerdict(label, case.hidden, "passed")
+    if "unavailable" in expect:
+        raise RuntimeError(f"no expectation for {label}")
+    problem = compare(actual, plain(expect["value"]), case)
+    if problem is None:
+        return CaseVerdict(label, case.hidden, "passed")
+    return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()))
+
+
+def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], notebook: Any) -> tuple[str, list[str]] | None:
+    """Status and messages when the exercise cannot be judged case by case."""
+    if probe.status == "timeout":
+        return "timeout", [f"checking `{exercise.id}` ran past its time limit ({probe.detail or 'timed out'}); look for a loop that never ends"]
+    if probe.status == "skipped":
+        return "timeout", [f"`{exercise.id}` was not checked: {probe.detail or 'the notebook ran out of time'}"]
+    if probe.status == "died":
+        return "error", [f"the kernel died while checking `{exercise.id}` (os._exit, a crash or a resource limit in your code)"]
+    if probe.status != "ok":
+        return "error", [f"`{exercise.id}` could not be checked: {probe.detail}"]
+    undefined = [name for name in exercise.needs if not probe.defined.get(name, False)]
+    if not undefined:
+        return None
+    names = ", ".join(f"`{n}`" for n in undefined)
+    bad = [c for c in cells if c.status in ("timeout", "error", "dropped")]
+    if not bad:
+        return "missing", [f"{names} {'is' if len(undefined) == 1 else 'are'} not defined: define {'it' if len(undefined) == 1 else 'them'} at top level in the answer cell"]
+    suspects = [c for c in bad if any(n in notebook.cells[c.index].source for n in undefined)] or bad
+    culprit = suspects[0]
+    if any(c.status == "timeout" for c in suspects):
+        culprit = next(c for c in suspects if c.status == "timeout")
+        return "timeout", [f"{names} undefined after cell {culprit.index + 1} ran past its time limit"]
+    what = f"{culprit.ename}: {culprit.evalue}".strip(": ") or "it stopped the kernel"
+    return "error", [f"{names} undefined after cell {culprit.index + 1} raised {what}"]
+
+
+def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
+          cells: tuple[CellRun, ...], notebook: Any,
+          checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
+    """Judge one exercise from its probe and the expectations for its cases."""
+    blocked = _blocked(exercise, probe, cells, notebook)
+    if blocked:
+        status, messages = blocked
+        return ExerciseResult(exercise.id, status, 0.0, exercise.points, exercise.kind, tuple(messages))
+    verdicts = [_case_verdict(case, result, expect, checks)
+                for case, result, expect in zip(cases, probe.results, expectations)]
+    errors = [v for v in verdicts if v.outcome == "error"]
+    failures = [v for v in verdicts if v.outcome == "failed"]
+    if errors:
+        status = "error"
+    elif failures:
+        status = "failed"
+    else:
+        status = "passed"
+    public = sum(1 for c in cases if not c.hidden)
+    messages = [v.message for v in errors + failures][:8]
+    if status == "passed":
+        messages = [f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"]
+    return ExerciseResult(exercise.id, status, exercise.points if status == "passed" else 0.0, exercise.points,
+                          exercise.kind, tuple(messages), tuple(verdicts))

@@ -1,0 +1,311 @@
+"""Lessons as data: `lessons/<id>/` (public) and `solutions/<id>/` (grader only).
+
+A lesson folder holds `lesson.toml` (exercises, points, kind, needed names and
+public cases with the figures the lesson text states), `scaffold.py` (the
+student notebook in `# %%` form: given cells tagged `given`, one answer cell per
+exercise tagged `answer`) and optionally `properties.py` (public consistency
+checks run in the grader process). A solutions folder holds `answers.py` (the
+completed answer cells, same ids), `hidden.py` (`cases(rng)`: hidden cases per
+exercise) and the generated `solution.ipynb`. Nothing in this module knows a
+particular lesson: a new lesson is a new pair of folders.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import nbformat
+import numpy as np
+
+from grader import load
+from grader.errors import LessonError
+
+KINDS = ("simulated", "measured")
+
+
+def course_root() -> Path:
+    """The folder holding `lessons/`, `solutions/` and `templates/`.
+
+    `GRADER_COURSE` wins; otherwise the checkout this package lives in.
+    """
+    env = os.environ.get("GRADER_COURSE")
+    return Path(env).resolve() if env else Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Case:
+    """One probe request and the rule that judges its answer."""
+
+    name: str
+    """The student's name to call or read."""
+    mode: str
+    """`call` (call the name with args) or `value` (read it)."""
+    args: tuple[Any, ...] = ()
+    """Encoded positional arguments (arrays as `{"__array__": ...}`)."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Encoded keyword arguments."""
+    expect: Any = None
+    """The figure the lesson text states, or None to ask the reference."""
+    has_expect: bool = False
+    """Whether `expect` was given (None can be a real expectation)."""
+    raises: str | None = None
+    """`ValueError` when the contract requires the call to raise it."""
+    decimals: Any = None
+    """d (or {field: d}) for figures printed with d decimals: |x - printed| <= 0.5e-d + 1e-9."""
+    rtol: float = 1e-6
+    """Relative tolerance for other numbers."""
+    atol: float = 1e-9
+    """Absolute tolerance for other numbers."""
+    accepts: bool = False
+    """Only require that the call returns without raising (a valid edge case)."""
+    property: str | None = None
+    """Name of a consistency check in the lesson's `properties.py` instead of a comparison."""
+    hidden: bool = False
+    """Drawn at grading time; its reference answer is never shown."""
+
+    def label(self) -> str:
+        """How the case reads in feedback, e.g. `simulate_queue([0.0, 1.0, 4.0], 2.0)`."""
+        if self.mode == "value":
+            return f"`{self.name}`"
+        parts = [_show(arg) for arg in self.args]
+        parts += [f"{key}={_show(value)}" for key, value in self.kwargs.items()]
+        return f"`{self.name}({', '.join(parts)})`"
+
+    def request(self) -> dict[str, Any]:
+        """The plain-data request the probe sends into the kernel."""
+        return {"name": self.name, "mode": self.mode, "args": list(self.args), "kwargs": self.kwargs}
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise of a lesson."""
+
+    id: str
+    """Exercise id, fixed by the contract."""
+    title: str
+    """Short human title."""
+    kind: str
+    """`simulated` (checked exactly) or `measured` (checked for structure only)."""
+    points: float
+    """Points for passing every case."""
+    needs: tuple[str, ...]
+    """Names the student notebook must define for this exercise."""
+    cases: tuple[Case, ...]
+    """Public cases (the figures the lesson text states)."""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson's public definition."""
+
+    id: str
+    """Lesson id, e.g. `inference-capacity`."""
+    title: str
+    """Title shown in reports."""
+    folder: Path
+    """`lessons/<id>/`."""
+    exercises: tuple[Exercise, ...]
+    """Graded exercises in report order."""
+
+    @property
+    def max_score(self) -> float:
+        """Sum of the exercises' points."""
+        return float(sum(ex.points for ex in self.exercises))
+
+    def exercise(self, exercise_id: str) -> Exercise:
+        """The exercise with this id."""
+        for ex in self.exercises:
+            if ex.id == exercise_id:
+                return ex
+        raise LessonError(f"lesson {self.id} has no exercise '{exercise_id}'")
+
+    @property
+    def solutions(self) -> Path:
+        """`solutions/<id>/` (absent on a student's machine)."""
+        return self.folder.parent.parent / "solutions" / self.id
+
+
+def available() -> list[str]:
+    """Ids of the lessons in the course folder."""
+    root = course_root() / "lessons"
+    return sorted(p.name for p in root.iterdir() if (p / "lesson.toml").is_file()) if root.is_dir() else []
+
+
+@functools.lru_cache(maxsize=None)
+def get(lesson_id: str) -> Lesson:
+    """Load `lessons/<id>/lesson.toml`, or raise `LessonError`."""
+    folder = course_root() / "lessons" / lesson_id
+    spec_path = folder / "lesson.toml"
+    if not spec_path.is_file():
+        known = ", ".join(available()) or "none"
+        raise LessonError(f"unknown lesson '{lesson_id}' (known: {known})")
+    with spec_path.open("rb") as handle:
+        spec = tomllib.load(handle)
+    exercises = tuple(_exercise(lesson_id, item) for item in spec.get("exercises", []))
+    if not exercises:
+        raise LessonError(f"{spec_path}: no [[exercises]]")
+    return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises)
+
+
+def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
+    ex_id = item["id"]
+    kind = item.get("kind", "simulated")
+    if kind not in KINDS:
+        raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: kind must be one of {KINDS}")
+    cases = tuple(case_from_spec(spec) for spec in item.get("cases", []))
+    for case in cases:
+        if not (case.has_expect or case.raises or case.property or case.accepts):
+            raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: public case {case.label()} states no expectation")
+    return Exercise(id=ex_id, title=item.get("title", ex_id), kind=kind, points=float(item.get("points", 1)),
+                    needs=tuple(item.get("needs", [])), cases=cases)
+
+
+def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
+    """Build a Case from its TOML (or hidden-generator) form."""
+    if "call" in spec:
+        name, mode = spec["call"], "call"
+    elif "value" in spec:
+        name, mode = spec["value"], "value"
+    else:
+        raise LessonError(f"case {spec!r} names neither `call` nor `value`")
+    return Case(
+        name=name, mode=mode,
+        args=tuple(_arg(a) for a in spec.get("args", [])),
+        kwargs={k: _arg(v) for k, v in spec.get("kwargs", {}).items()},
+        expect=spec.get("expect"), has_expect="expect" in spec,
+        raises=spec.get("raises"), decimals=spec.get("decimals"),
+        rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)),
+        accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
+    )
+
+
+def _arg(value: Any) -> Any:
+    """TOML argument forms: `{array = [...]}` and `{normal = [rows, cols], seed = n}` become float arrays."""
+    if isinstance(value, dict) and "array" in value:
+        return {"__array__": np.asarray(value["array"], dtype=float).tolist()}
+    if isinstance(value, dict) and "normal" in value:
+        drawn = np.random.default_rng(int(value.get("seed", 0))).normal(size=tuple(value["normal"]))
+        return {"__array__": drawn.tolist()}
+    if isinstance(value, np.ndarray):
+        return {"__array__": value.astype(float).tolist()}
+    return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict) and "__array__" in value:
+        flat = np.asarray(value["__array__"], dtype=float)
+        if flat.size > 8:
+            return f"<array shape {list(flat.shape)}>"
+        return "array(" + repr([_num(x) for x in flat.ravel().tolist()] if flat.ndim == 1 else flat.tolist()) + ")"
+    if isinstance(value, list) and len(value) > 8:
+        return f"<list of {len(value)}>"
+    return repr(value)
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+# ---- the scaffold, the student notebook and the solution notebook ----
+
+def scaffold(lesson: Lesson) -> Any:
+    """The student notebook built from `scaffold.py` (given cells + answer stubs)."""
+    path = lesson.folder / "scaffold.py"
+    notebook = load.notebook_from_script(path.read_text(encoding="utf-8"))
+    notebook.metadata["kernelspec"] = dict(load.KERNEL)
+    notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1}
+    return notebook
+
+
+def release(lesson_id: str, out_dir: str | Path) -> Path:
+    """Write the student notebook `<out_dir>/<lesson id>.ipynb`; no reference code is in it."""
+    lesson = get(lesson_id)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f"{lesson.id}.ipynb"
+    nbformat.write(scaffold(lesson), str(target))
+    return target
+
+
+def answer_cells(lesson: Lesson) -> dict[str, Any]:
+    """The completed answer cells of `solutions/<id>/answers.py`, by cell id (ids start `answer-`)."""
+    path = lesson.solutions / "answers.py"
+    if not path.is_file():
+        raise LessonError(f"no reference for lesson {lesson.id}: {path} is missing (only instructors have solutions/)")
+    cells = load.notebook_from_script(path.read_text(encoding="utf-8")).cells
+    return {cell["id"]: cell for cell in cells if cell.cell_type == "code" and cell["id"].startswith("answer-")}
+
+
+def solution_notebook(lesson: Lesson) -> Any:
+    """The scaffold with every answer cell replaced by the reference answer."""
+    notebook = scaffold(lesson)
+    answers = answer_cells(lesson)
+    for index, cell in enumerate(notebook.cells):
+        if cell["id"] in answers:
+            done = answers[cell["id"]]
+            cell.source = done.source
+    missing = set(answers) - {cell["id"] for cell in notebook.cells}
+    if missing:
+        raise LessonError(f"answers.py cells {sorted(missing)} match no answer cell of the scaffold")
+    return notebook
+
+
+def _tagged(cells: Any, tag: str) -> list[str]:
+    return [c.source for c in cells if c.cell_type == "code" and tag in c.metadata.get("tags", [])]
+
+
+@functools.lru_cache(maxsize=None)
+def reference(lesson_id: str) -> dict[str, Any]:
+    """The reference namespace, built in the grader process only.
+
+    It runs the scaffold cells tagged `reference` (given code the answers
+    build on) and then the answer cells tagged `reference`.
+    """
+    lesson = get(lesson_id)
+    namespace: dict[str, Any] = {"__name__": f"reference_{lesson_id.replace('-', '_')}"}
+    for source in _tagged(scaffold(lesson).cells, "reference"):
+        exec(compile(source, f"<{lesson_id} given>", "exec"), namespace)
+    for source in _tagged(answer_cells(lesson).values(), "reference"):
+        exec(compile(source, f"<{lesson_id} reference>", "exec"), namespace)
+    return namespace
+
+
+def _module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise LessonError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def properties(lesson_id: str) -> dict[str, Callable[[Case, Any], list[str]]]:
+    """The lesson's public consistency checks (`lessons/<id>/properties.py`)."""
+    path = get(lesson_id).folder / "properties.py"
+    if not path.is_file():
+        return {}
+    module = _module(path, f"properties_{lesson_id.replace('-', '_')}")
+    return {name: fn for name, fn in vars(module).items() if callable(fn) and not name.startswith("_")}
+
+
+def hidden_cases(lesson_id: str, seed: int) -> dict[str, list[Case]]:
+    """Hidden cases per exercise, drawn from `seed` by `solutions/<id>/hidden.py`."""
+    lesson = get(lesson_id)
+    path = lesson.solutions / "hidden.py"
+    if not path.is_file():
+        raise LessonError(f"no hidden cases for lesson {lesson.id}: {path} is missing")
+    module = _module(path, f"hidden_{lesson_id.replace('-', '_')}")
+    drawn = module.cases(np.random.default_rng(seed))
+    unknown = set(drawn) - {ex.id for ex in lesson.exercises}
+    if unknown:
+        raise LessonError(f"{path}: cases for unknown exercises {sorted(unknown)}")
+    return {ex_id: [case_from_spec(spec, hidden=True) for spec in specs] for ex_id, specs in drawn.items()}

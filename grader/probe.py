@@ -1,0 +1,122 @@
+"""Step 3, probe: after the student's cells, call their names on the cases.
+
+One probe cell per exercise runs in the student's kernel. Its inputs travel as
+one JSON string literal decoded there, never as code; it only calls the names
+and prints one line: a per-grade nonce followed by the plain-data answers. The
+grader parses that line, capped in size; nothing in the kernel judges anything.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.lessons import Case
+
+WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
+
+# The probe program. It runs inside one function so that it leaves no names
+# behind in the student's namespace; `globals()` there is the student's namespace.
+_PROGRAM = r'''
+def __grader_probe(user, request_text, wire_source):
+    import json, sys
+    wire = {}
+    exec(compile(wire_source, "<grader wire>", "exec"), wire)
+    encode, decode = wire["encode"], wire["decode"]
+    request = json.loads(request_text)
+    answers = {"defined": {name: name in user for name in request["needs"]}, "results": []}
+    for case in request["cases"]:
+        if case["name"] not in user:
+            answers["results"].append({"missing": case["name"]})
+            continue
+        try:
+            target = user[case["name"]]
+            if case["mode"] == "value":
+                value = target
+            else:
+                value = target(*decode(case["args"]), **decode(case["kwargs"]))
+            answers["results"].append({"value": encode(value)})
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            try:
+                message = str(exc)[:300]
+            except BaseException:
+                message = "<unprintable>"
+            answers["results"].append({"raised": {"type": type(exc).__name__,
+                                                  "value_error": isinstance(exc, ValueError),
+                                                  "message": message}})
+    sys.stdout.write("\n" + request["nonce"] + json.dumps(answers) + "\n")
+    sys.stdout.flush()
+'''
+
+
+@dataclass(frozen=True)
+class ExercisePlan:
+    """What to ask the kernel for one exercise."""
+
+    exercise_id: str
+    """The exercise these cases belong to."""
+    needs: tuple[str, ...]
+    """Names whose presence is reported."""
+    cases: tuple[Case, ...]
+    """Public cases first, then hidden ones."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What came back from one exercise's probe cell."""
+
+    exercise_id: str
+    """The exercise probed."""
+    status: str
+    """`ok`, `timeout` (the probe ran past its limit), `died` (the kernel died in it), `skipped` or `unreadable`."""
+    defined: dict[str, bool] = field(default_factory=dict)
+    """Which needed names were defined."""
+    results: tuple[dict[str, Any], ...] = ()
+    """Per case: {"value": plain data} | {"raised": {...}} | {"missing": name}."""
+    detail: str = ""
+    """Why the probe is not `ok`."""
+
+
+def new_nonce() -> str:
+    """A marker that student output cannot guess in advance."""
+    return "@@grader-probe-" + secrets.token_hex(8) + "@@"
+
+
+def cell_source(plan: ExercisePlan, nonce: str) -> str:
+    """The probe cell for one exercise: fixed code plus one JSON string literal."""
+    request = {"nonce": nonce, "needs": list(plan.needs), "cases": [case.request() for case in plan.cases]}
+    request_literal = json.dumps(json.dumps(request, allow_nan=True))
+    wire_literal = json.dumps(WIRE_SOURCE)
+    return (
+        _PROGRAM
+        + f"__grader_probe(globals(), {request_literal}, {wire_literal})\n"
+        + "del __grader_probe\n"
+    )
+
+
+def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: int) -> Probe:
+    """Parse one probe cell's outcome (from `run.execute`) into a Probe."""
+    status = outcome.get("status")
+    if status in ("timeout", "died", "skipped"):
+        return Probe(plan.exercise_id, status, detail=outcome.get("detail", ""))
+    text = outcome.get("stdout", "")
+    line = next((ln for ln in reversed(text.splitlines()) if ln.startswith(nonce)), None)
+    if line is None:
+        why = outcome.get("error") or "the probe printed no answer (was sys.stdout replaced?)"
+        return Probe(plan.exercise_id, "unreadable", detail=why)
+    if len(line) > max_bytes:
+        return Probe(plan.exercise_id, "unreadable", detail=f"the answers were larger than {max_bytes} bytes")
+    try:
+        data = json.loads(line[len(nonce):])
+        defined = {str(k): bool(v) for k, v in data["defined"].items()}
+        results = tuple(data["results"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return Probe(plan.exercise_id, "unreadable", detail="the probe's answer could not be parsed")
+    if len(results) != len(plan.cases) or not all(isinstance(r, dict) for r in results):
+        return Probe(plan.exercise_id, "unreadable", detail="the probe's answer had the wrong number of results")
+    return Probe(plan.exercise_id, "ok", defined=defined, results=results)

@@ -1,0 +1,146 @@
+"""Step 5, record: the result JSON (schema 1), the SQLite gradebook and the CSV.
+
+Results are written atomically (temporary file, then rename). The gradebook
+has one row per (lesson, student, submission digest), so a batch that is
+interrupted and restarted grades only what is missing and loses nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """One graded (or rejected) submission; `to_dict()` is the contract's JSON."""
+
+    status: str
+    """`graded` or `rejected`."""
+    lesson: str | None
+    """Lesson id."""
+    student: str
+    """Student id."""
+    score: float = 0.0
+    """Points earned."""
+    max_score: float = 0.0
+    """Points available."""
+    exercises: tuple[dict[str, Any], ...] = ()
+    """Per-exercise verdicts (id, status, score, max_score, kind, messages, cases)."""
+    error: str | None = None
+    """One-line reason when rejected."""
+    measured: dict[str, Any] = field(default_factory=dict)
+    """Timings taken while grading, with how they were taken; never graded on speed."""
+    simulated: dict[str, Any] = field(default_factory=dict)
+    """The student's deterministic answers on the public inputs, checked exactly."""
+    environment: dict[str, Any] = field(default_factory=dict)
+    """Host, versions, time and concurrency of this grade."""
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    """Isolation layers in force."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Seed, digest, cells, notes, as-submitted outputs and explanations."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data in the contract's field order."""
+        data: dict[str, Any] = {
+            "schema": SCHEMA, "status": self.status, "error": self.error, "lesson": self.lesson,
+            "student": self.student, "score": self.score, "max_score": self.max_score,
+            "exercises": [dict(e) for e in self.exercises], "measured": self.measured,
+            "simulated": self.simulated, "environment": self.environment, "sandbox": self.sandbox,
+        }
+        data.update(self.extra)
+        return data
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """The result as JSON text (NaN kept as the student produced it)."""
+    return json.dumps(data, indent=2, sort_keys=False, allow_nan=True, default=str) + "\n"
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write text so that readers see the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(data: dict[str, Any], path: str | Path) -> None:
+    """Write one result JSON atomically."""
+    write_atomic(path, dumps(data))
+
+
+class Gradebook:
+    """SQLite gradebook: one row per (lesson, student, digest)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(self.path), timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS grades (lesson TEXT NOT NULL, student TEXT NOT NULL, digest TEXT NOT NULL,"
+            " status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT, result_json TEXT NOT NULL,"
+            " PRIMARY KEY (lesson, student, digest))"
+        )
+        self.db.commit()
+
+    def has(self, lesson: str, student: str, digest: str) -> bool:
+        """Whether this exact submission is already recorded."""
+        row = self.db.execute("SELECT 1 FROM grades WHERE lesson=? AND student=? AND digest=?",
+                              (lesson, student, digest)).fetchone()
+        return row is not None
+
+    def add(self, data: dict[str, Any], digest: str) -> bool:
+        """Record a result once; an existing row is never replaced. True if added."""
+        cursor = self.db.execute(
+            "INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (data.get("lesson") or "", data["student"], digest, data["status"], data.get("score"),
+             data.get("max_score"), data.get("graded_at"), dumps(data)))
+        self.db.commit()
+        return cursor.rowcount == 1
+
+    def rows(self, lesson: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every stored result, oldest first."""
+        query = "SELECT result_json FROM grades" + (" WHERE lesson=?" if lesson else "") + " ORDER BY graded_at, rowid"
+        for (text,) in self.db.execute(query, (lesson,) if lesson else ()):
+            yield json.loads(text)
+
+    def latest(self, lesson: str | None = None) -> list[dict[str, Any]]:
+        """The latest result per (lesson, student)."""
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        for data in self.rows(lesson):
+            latest[(data.get("lesson") or "", data["student"])] = data
+        return [latest[key] for key in sorted(latest)]
+
+    def close(self) -> None:
+        """Close the database."""
+        self.db.close()
+
+
+def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path) -> None:
+    """One row per student: status, total and one column per exercise."""
+    rows = [["student", "lesson", "status", "score", "max_score", *exercise_ids, "error"]]
+    for data in results:
+        scores = {e["id"]: e["score"] for e in data.get("exercises", [])}
+        rows.append([data["student"], data.get("lesson") or "", data["status"], data.get("score", 0),
+                     data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], data.get("error") or ""])
+    with tempfile.NamedTemporaryFile("w", newline="", delete=False, dir=Path(path).parent, suffix=".tmp") as out:
+        csv.writer(out).writerows(rows)
+    os.replace(out.name, path)

@@ -1,0 +1,159 @@
+"""Step 6, render: reports, the batch dashboard and portfolios, from result data only.
+
+One Jinja environment over `templates/`, autoescaped (student output is
+untrusted HTML) with StrictUndefined. Templates receive `GradeResult.to_dict()`
+data, never live objects. Measured, simulated and as-submitted values stay in
+separate sections.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import jinja2
+
+from grader.lessons import course_root
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one Jinja environment."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(course_root() / "templates")),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["plain"] = _plain_value
+    return env
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+    return str(value)
+
+
+def _plain_value(value: Any, limit: int = 300) -> str:
+    """Wire data as short readable text."""
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            if "__array__" in v:
+                return walk(v["__array__"])
+            if "__dict__" in v:
+                return {str(walk(k)): walk(x) for k, x in v["__dict__"]}
+            if "__object__" in v:
+                return f"<{v['__object__']}>"
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, float):
+            return round(v, 6)
+        return v
+    text = str(walk(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def report_html(result: dict[str, Any]) -> str:
+    """The evidence report of one result, as a self-contained HTML page."""
+    return environment().get_template("report.html.j2").render(r=result)
+
+
+def report_md(result: dict[str, Any]) -> str:
+    """The evidence report of one result, as Markdown."""
+    return environment().get_template("report.md.j2").render(r=result)
+
+
+def dashboard_data(results: list[dict[str, Any]], lesson: Any) -> dict[str, Any]:
+    """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students."""
+    from collections import Counter
+
+    graded = [r for r in results if r["status"] == "graded"]
+    max_score = lesson.max_score
+    bins = Counter(int(r["score"]) for r in graded)
+    distribution = [{"score": s, "count": bins.get(s, 0)} for s in range(int(max_score) + 1)]
+    exercises = []
+    for ex in lesson.exercises:
+        verdicts = [e for r in graded for e in r["exercises"] if e["id"] == ex.id]
+        passed = sum(1 for e in verdicts if e["status"] == "passed")
+        failures: Counter[str] = Counter()
+        for e in verdicts:
+            if e["status"] != "passed" and e["messages"]:
+                failures[_generic(e["messages"][0])] += 1
+        exercises.append({"id": ex.id, "kind": ex.kind, "passed": passed, "total": len(verdicts),
+                          "rate": passed / len(verdicts) if verdicts else 0.0,
+                          "statuses": dict(Counter(e["status"] for e in verdicts)),
+                          "top_failures": failures.most_common(3)})
+    trouble = [{"student": r["student"], "statuses": sorted({e["status"] for e in r["exercises"]} & {"error", "timeout"})}
+               for r in graded if any(e["status"] in ("error", "timeout") for e in r["exercises"])]
+    return {"lesson": lesson.id, "title": lesson.title, "count": len(results), "graded": len(graded),
+            "rejected": [r for r in results if r["status"] != "graded"],
+            "mean": sum(r["score"] for r in graded) / len(graded) if graded else 0.0, "max_score": max_score,
+            "distribution": distribution, "peak": max([d["count"] for d in distribution] or [1]) or 1,
+            "exercises": exercises, "trouble": trouble,
+            "students": [{"student": r["student"], "status": r["status"], "score": r.get("score", 0),
+                          "max_score": r.get("max_score", max_score), "error": r.get("error")} for r in results]}
+
+
+def _generic(message: str) -> str:
+    """A failure message with its numbers and hidden inputs folded, so that alike failures group."""
+    import re
+
+    text = re.sub(r"hidden case `[^`]*`", "hidden case", message)
+    text = re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "#", text)
+    return text[:160]
+
+
+def dashboard_html(results: list[dict[str, Any]], lesson: Any) -> str:
+    """The instructor's batch dashboard (`OUTDIR/index.html`)."""
+    return environment().get_template("dashboard.html.j2").render(d=dashboard_data(results, lesson))
+
+
+_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
+
+
+def summary_text(result: dict[str, Any]) -> str:
+    """A few lines for the terminal after `grader grade`."""
+    lines = [f"{result['student']} · {result['lesson']}: {result['score']:g} / {result['max_score']:g}"
+             f" (seed {result.get('seed')})"]
+    for e in result["exercises"]:
+        lines.append(f"  {_MARK[e['status']]:<8} {e['id']:<20} {e['score']:g}/{e['max_score']:g}")
+    return "\n".join(lines)
+
+
+def check_text(result: dict[str, Any]) -> str:
+    """Self-check feedback: per exercise, what passed; for what failed, expected versus got."""
+    lines = [f"Self-check of {result.get('submission')} for lesson {result['lesson']} (public checks only)", ""]
+    for note in result.get("notes", []):
+        lines.append(f"note: {note}")
+    for e in result["exercises"]:
+        lines.append(f"{_MARK[e['status']]:<8} {e['id']}")
+        if e["status"] != "passed":
+            lines += [f"         {m}" for m in e["messages"]]
+    passed = sum(1 for e in result["exercises"] if e["status"] == "passed")
+    lines += ["", f"{passed} of {len(result['exercises'])} exercises pass the public checks. "
+              "Hidden cases are drawn when your notebook is graded."]
+    return "\n".join(lines)
+
+
+def validation_text(outcome: Any) -> str:
+    """What `grader validate` prints."""
+    ref, bare = outcome.reference, outcome.scaffold
+    ref_passed = sum(1 for e in ref.exercises if e["status"] == "passed")
+    bare_passed = sum(1 for e in bare.exercises if e["status"] == "passed")
+    lines = [f"lesson {outcome.lesson}",
+             f"reference: {ref_passed}/{len(ref.exercises)} passed (score {ref.score:g}/{ref.max_score:g}, seed {ref.extra.get('seed')})",
+             f"scaffold: {bare_passed} passed (score {bare.score:g}/{bare.max_score:g})",
+             "nothing crashed: both notebooks were graded to the end"]
+    if outcome.problems:
+        lines.append("UNSOUND:")
+        lines += [f"  - {p}" for p in outcome.problems]
+    else:
+        lines.append("sound")
+    return "\n".join(lines)

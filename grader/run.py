@@ -1,0 +1,307 @@
+"""Step 2b, run: execute a notebook afresh, then the probe cells, in one kernel.
+
+Errors in a cell do not stop the run (`allow_errors`); a cell past its timeout
+is interrupted (message-mode interrupt) and later cells still run; a kernel
+that ignores the interrupt, or dies, is replaced and the notebook is run once
+more without the cell or probe that caused it. A whole-notebook watchdog kills
+the kernel at the deadline. Output kept is capped per cell and per notebook,
+and ZMQ messages larger than a bound end the run as an output flood.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import nbformat
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous.client import AsyncKernelClient
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from grader.limits import Limits
+from grader.sandbox import _SandboxKernelManager
+
+TRACEBACK_CHARS = 4000
+TRUNCATED = "\n[grader: output truncated]\n"
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """How one student cell ran in the final attempt."""
+
+    index: int
+    """Position in the notebook."""
+    cell_id: str
+    """The cell's id."""
+    status: str
+    """`ok`, `error`, `timeout`, `dropped` (killed the kernel), `not-run` or `empty`."""
+    ename: str = ""
+    """Exception class name, for `error`."""
+    evalue: str = ""
+    """Exception message, for `error`."""
+    traceback: str = ""
+    """Plain-text traceback, truncated."""
+    seconds: float = 0.0
+    """Wall time of the cell."""
+
+
+@dataclass(frozen=True)
+class Executed:
+    """The outcome of running one submission."""
+
+    cells: tuple[CellRun, ...]
+    """Student cells, in notebook order."""
+    tail: dict[str, dict[str, Any]]
+    """Per probe key: {"status": ok|timeout|died|skipped, "stdout": text, "detail": why}."""
+    notebook: Any
+    """The freshly executed notebook (probe cells removed), outputs capped."""
+    attempts: int
+    """Kernels started (1 unless a kernel died or hung)."""
+    dropped: tuple[str, ...]
+    """What was left out of later attempts and why."""
+    seconds: float
+    """Wall time of the whole run."""
+    flood: bool = False
+    """A message over the size bound arrived: the kernel was stopped."""
+    deadline_hit: bool = False
+    """The whole-notebook watchdog fired."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent starting kernels, in cells and in probes."""
+
+
+class _Stuck(Exception):
+    """The kernel did not answer an interrupt after a timeout."""
+
+
+class _BoundedKernelClient(AsyncKernelClient):
+    """Refuses oversized ZMQ messages, so a flood cannot grow the grader's memory."""
+
+    max_message_bytes = 16 * 1024 * 1024
+
+    def _context_default(self) -> zmq.Context:  # type: ignore[override]
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        context.setsockopt(zmq.RCVHWM, 200)
+        return context
+
+
+class _Client(NotebookClient):
+    """nbclient with output caps, reply capture and stuck-kernel detection."""
+
+    def __init__(self, nb: Any, *, limits: Limits, student_cells: int, **kwargs: Any) -> None:
+        super().__init__(nb, **kwargs)
+        self.limits = limits
+        self.student_cells = student_cells
+        self.replies: dict[int, dict[str, Any]] = {}
+        self.timed_out: set[int] = set()
+        self.cell_chars: dict[int, int] = {}
+        self.total_chars = 0
+        self.truncated: set[int] = set()
+
+    def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int) -> Any:
+        content = msg.get("content", {})
+        size = len(str(content.get("text", ""))) + sum(len(str(v)) for v in (content.get("data") or {}).values())
+        size += sum(len(line) for line in content.get("traceback", []) or [])
+        probe = cell_index >= self.student_cells
+        cell_cap = self.limits.probe_payload_bytes + 4096 if probe else self.limits.cell_output_chars
+        used = self.cell_chars.get(cell_index, 0) + size
+        over_total = not probe and self.total_chars + size > self.limits.notebook_output_chars
+        if msg["msg_type"] != "error" and (used > cell_cap or over_total):
+            if cell_index not in self.truncated:
+                self.truncated.add(cell_index)
+                outs.append(nbformat.v4.new_output("stream", name="stderr", text=TRUNCATED))
+            return None
+        self.cell_chars[cell_index] = used
+        if not probe:
+            self.total_chars += size
+        return super().output(outs, msg, display_id, cell_index)
+
+    async def _check_raise_for_error(self, cell: Any, cell_index: int, exec_reply: dict[str, Any] | None) -> None:
+        if exec_reply is not None:
+            self.replies[cell_index] = exec_reply.get("content", {})
+        await super()._check_raise_for_error(cell, cell_index, exec_reply)
+
+    async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> None | dict[str, Any]:
+        index = self._current_index
+        if index in self.timed_out:
+            raise _Stuck()
+        self.timed_out.add(index)
+        return await super()._async_handle_timeout(timeout, cell)
+
+    _current_index = -1
+
+
+def _plain_traceback(lines: list[str]) -> str:
+    import re
+
+    text = "\n".join(re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines)
+    return text if len(text) <= TRACEBACK_CHARS else text[: TRACEBACK_CHARS // 2] + "\n...\n" + text[-TRACEBACK_CHARS // 2:]
+
+
+@dataclass
+class _Attempt:
+    cells: dict[int, CellRun] = field(default_factory=dict)
+    tail: dict[str, dict[str, Any]] = field(default_factory=dict)
+    killer: tuple[str, Any] | None = None
+    flood: bool = False
+    deadline_hit: bool = False
+    notebook: Any = None
+    startup: float = 0.0
+    cell_seconds: float = 0.0
+    probe_seconds: float = 0.0
+
+
+def execute(
+    notebook: Any,
+    tail: list[tuple[str, str]],
+    limits: Limits,
+    make_kernel: Callable[[], _SandboxKernelManager],
+) -> Executed:
+    """Run the notebook's cells, then each (key, source) tail cell, in a fresh kernel."""
+    return asyncio.run(_execute(notebook, tail, limits, make_kernel))
+
+
+async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
+                   make_kernel: Callable[[], _SandboxKernelManager]) -> Executed:
+    began = time.monotonic()
+    deadline = began + limits.notebook_timeout
+    skip_cells: dict[int, str] = {}
+    skip_tail: dict[str, str] = {}
+    dropped: list[str] = []
+    attempt = _Attempt()
+    attempts = 0
+    timings = {"startup": 0.0, "cells": 0.0, "probes": 0.0}
+    while attempts < limits.attempts:
+        attempts += 1
+        attempt = await _one_attempt(notebook, tail, limits, make_kernel, skip_cells, skip_tail, deadline)
+        timings["startup"] += attempt.startup
+        timings["cells"] += attempt.cell_seconds
+        timings["probes"] += attempt.probe_seconds
+        if attempt.killer is None or attempt.flood or attempt.deadline_hit:
+            break
+        where, key = attempt.killer
+        if where == "cell":
+            status = attempt.cells[key].status
+            skip_cells[key] = status
+            dropped.append(f"cell {key + 1} ({notebook.cells[key]['id']}) "
+                           + ("ignored the interrupt after its timeout" if status == "timeout" else "killed the kernel"))
+        else:
+            skip_tail[key] = attempt.tail[key]["status"]
+            dropped.append(f"the probe of exercise '{key}' "
+                           + ("ignored the interrupt after its timeout" if skip_tail[key] == "timeout" else "killed the kernel"))
+    cells = tuple(attempt.cells[i] for i in range(len(notebook.cells)))
+    return Executed(cells=cells, tail=attempt.tail, notebook=attempt.notebook, attempts=attempts,
+                    dropped=tuple(dropped), seconds=time.monotonic() - began, flood=attempt.flood,
+                    deadline_hit=attempt.deadline_hit, timings=timings)
+
+
+async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
+                       make_kernel: Callable[[], _SandboxKernelManager],
+                       skip_cells: dict[int, str], skip_tail: dict[str, str], deadline: float) -> _Attempt:
+    result = _Attempt()
+    nb = copy.deepcopy(notebook)
+    n_student = len(nb.cells)
+    for key, source in tail:
+        cell = nbformat.v4.new_code_cell(source)
+        cell["id"] = f"grader-probe-{len(nb.cells)}"
+        nb.cells.append(cell)
+    tail_index = {n_student + i: key for i, (key, _) in enumerate(tail)}
+    km = make_kernel()
+    km.client_class = "grader.run._BoundedKernelClient"
+    _BoundedKernelClient.max_message_bytes = limits.max_message_bytes
+    client = _Client(nb, km=km, limits=limits, student_cells=n_student, allow_errors=True,
+                     interrupt_on_timeout=True, timeout=int(limits.cell_timeout),
+                     startup_timeout=int(limits.startup_timeout), iopub_timeout=4,
+                     shutdown_kernel="immediate", record_timing=False, kernel_name="python3")
+    watchdog: asyncio.Task[None] | None = None
+    state = {"fired": False}
+
+    async def _watch() -> None:
+        await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+        state["fired"] = True
+        await km.shutdown_kernel(now=True)
+
+    def _finish_rest(start: int, status: str, why: str) -> None:
+        for j in range(start, len(nb.cells)):
+            if j < n_student:
+                result.cells.setdefault(j, CellRun(j, nb.cells[j]["id"], status))
+            else:
+                result.tail.setdefault(tail_index[j], {"status": "timeout" if status == "timeout" else "skipped",
+                                                       "detail": why})
+
+    try:
+        started = time.monotonic()
+        async with client.async_setup_kernel(cleanup_kc=True, **km.start_kwargs()):
+            result.startup = time.monotonic() - started
+            watchdog = asyncio.ensure_future(_watch())
+            executed = 0
+            for index, cell in enumerate(nb.cells):
+                is_tail = index >= n_student
+                key = tail_index.get(index)
+                if not is_tail and (cell.cell_type != "code" or not cell.source.strip()):
+                    result.cells[index] = CellRun(index, cell["id"], "empty")
+                    continue
+                if not is_tail and index in skip_cells:
+                    result.cells[index] = CellRun(index, cell["id"], "dropped" if skip_cells[index] != "timeout" else "timeout",
+                                                  evalue="left out after it " + ("hung" if skip_cells[index] == "timeout" else "killed the kernel"))
+                    continue
+                if is_tail and key in skip_tail:
+                    result.tail[key] = {"status": skip_tail[key], "detail": "left out after it "
+                                        + ("hung" if skip_tail[key] == "timeout" else "killed the kernel")}
+                    continue
+                client.timeout = int(limits.probe_timeout if is_tail else limits.cell_timeout)
+                client._current_index = index
+                t0 = time.monotonic()
+                try:
+                    executed += 1
+                    await client.async_execute_cell(cell, index, execution_count=executed)
+                except (DeadKernelError, _Stuck, CellTimeoutError) as err:
+                    elapsed = time.monotonic() - t0
+                    timed = state["fired"] or not isinstance(err, DeadKernelError)
+                    status = "timeout" if timed else "died"
+                    flood = client.kc is not None and getattr(client.kc, "flooded", False)
+                    if is_tail:
+                        result.tail[key] = {"status": status, "detail": "the kernel died" if status == "died" else "timed out"}
+                    else:
+                        result.cells[index] = CellRun(index, cell["id"], "timeout" if timed else "dropped",
+                                                      evalue="the kernel died while running this cell" if not timed else "",
+                                                      seconds=elapsed)
+                    result.deadline_hit = state["fired"]
+                    result.flood = flood
+                    if not state["fired"]:
+                        result.killer = ("tail" if is_tail else "cell", key if is_tail else index)
+                    _finish_rest(index + 1, "timeout" if state["fired"] else "not-run",
+                                 "the notebook ran past its time limit" if state["fired"] else "the kernel stopped")
+                    break
+                elapsed = time.monotonic() - t0
+                if is_tail:
+                    result.probe_seconds += elapsed
+                    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+                    reply = client.replies.get(index, {})
+                    status = "timeout" if index in client.timed_out else "ok"
+                    error = f"{reply.get('ename')}: {reply.get('evalue')}" if reply.get("status") == "error" else ""
+                    result.tail[key] = {"status": status, "stdout": text, "error": error, "detail": "timed out" if status == "timeout" else ""}
+                else:
+                    result.cell_seconds += elapsed
+                    reply = client.replies.get(index, {})
+                    if index in client.timed_out:
+                        result.cells[index] = CellRun(index, cell["id"], "timeout", seconds=elapsed,
+                                                      evalue=f"interrupted after {limits.cell_timeout:g} s")
+                    elif reply.get("status") == "error":
+                        result.cells[index] = CellRun(index, cell["id"], "error", str(reply.get("ename", ""))[:200],
+                                                      str(reply.get("evalue", ""))[:500],
+                                                      _plain_traceback(reply.get("traceback", []) or []), elapsed)
+                    else:
+                        result.cells[index] = CellRun(index, cell["id"], "ok", seconds=elapsed)
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+        km.remove_dirs()
+    del nb.cells[n_student:]
+    result.notebook = nb
+    return result
