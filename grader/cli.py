@@ -78,7 +78,7 @@ def main() -> None:
 
 @main.command("grade")
 @click.argument("submission", type=_FILE)
-@click.option("--lesson", "lesson_id", required=True, help="Lesson id, e.g. inference-capacity.")
+@click.option("--lesson", "lesson_id", required=True, help="Lesson id: a folder under lessons/.")
 @click.option("--json", "json_path", help="Write the result JSON here ('-' for standard output).")
 @click.option("--html", "html_path", type=_FILE, help="Write the evidence report here.")
 @_sandbox_options

@@ -120,6 +120,8 @@ def expectation(case: Case, reference: dict[str, Any] | None) -> dict[str, Any]:
 
 def show(value: Any, limit: int = 160) -> str:
     """A short rendering of an answer for feedback."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        value = value.item()
     if isinstance(value, np.ndarray):
         text = np.array2string(value, precision=6, separator=", ", threshold=12)
     elif isinstance(value, Opaque):

@@ -72,7 +72,7 @@ class Case:
     """Drawn at grading time; its reference answer is never shown."""
 
     def label(self) -> str:
-        """How the case reads in feedback, e.g. `simulate_queue([0.0, 1.0, 4.0], 2.0)`."""
+        """How the case reads in feedback, e.g. `f(array([0.0, 1.0]), 2.0)`."""
         if self.mode == "value":
             return f"`{self.name}`"
         parts = [_show(arg) for arg in self.args]
@@ -107,7 +107,7 @@ class Lesson:
     """A lesson's public definition."""
 
     id: str
-    """Lesson id, e.g. `inference-capacity`."""
+    """Lesson id: the folder name under lessons/."""
     title: str
     """Title shown in reports."""
     folder: Path

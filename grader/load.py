@@ -105,7 +105,7 @@ def _notebook_from_json(name: str, text: str) -> Any:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise SubmissionRejected(
-            f"{name}: not valid notebook JSON ({err.msg} at line {err.lineno}, column {err.colno}); re-save it from Jupyter"
+            f"{name}: not valid notebook JSON ({err.msg}: line {err.lineno}, column {err.colno}); re-save it from Jupyter"
         ) from None
     if not isinstance(data, dict):
         raise SubmissionRejected(f"{name}: not a notebook (expected a JSON object with 'cells')")

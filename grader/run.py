@@ -84,6 +84,7 @@ class _BoundedKernelClient(AsyncKernelClient):
     max_message_bytes = 16 * 1024 * 1024
 
     def _context_default(self) -> zmq.Context:  # type: ignore[override]
+        self._created_context = True  # so that stop_channels() destroys it
         context = zmq.asyncio.Context()
         context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
         context.setsockopt(zmq.RCVHWM, 200)

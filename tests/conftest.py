@@ -1,0 +1,100 @@
+"""Shared fixtures: fast limits, notebook builders and a cache of graded results.
+
+Kernel runs are the expensive part of the suite, so every submission is graded
+once per session and the result shared by the tests that look at it.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Callable
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from grader import grading, lessons, load
+from grader.limits import Limits
+
+HERE = Path(__file__).parent
+SUBMISSIONS = HERE / "submissions"
+FAST = Limits(cell_timeout=4, probe_timeout=20, notebook_timeout=150, startup_timeout=60)
+SEED = 20261202
+
+
+def patched_solution(lesson_id: str, patch: Path | str) -> Any:
+    """The lesson's solution notebook with the answer cells of a patch file swapped in."""
+    lesson = lessons.get(lesson_id)
+    notebook = lessons.solution_notebook(lesson)
+    text = patch.read_text(encoding="utf-8") if isinstance(patch, Path) else patch
+    replacements = {c["id"]: c.source for c in load.notebook_from_script(text).cells if c.cell_type == "code"}
+    ids = {cell["id"] for cell in notebook.cells}
+    unknown = [key for key in replacements if key.startswith("answer-") and key not in ids]
+    assert not unknown, f"patch names unknown cells {unknown}"
+    for cell in notebook.cells:
+        if cell["id"] in replacements:
+            cell.source = replacements[cell["id"]]
+    return notebook
+
+
+def write(notebook: Any, path: Path) -> Path:
+    """Write a notebook and return its path."""
+    nbformat.write(notebook, str(path))
+    return path
+
+
+class Graded:
+    """Grades each (file, lesson, options) once per session."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.cache: dict[tuple[str, str, bool, int], dict[str, Any]] = {}
+
+    def file(self, path: Path, lesson_id: str, public_only: bool = False, seed: int = SEED,
+             sandbox: str = "auto") -> dict[str, Any]:
+        key = (str(path), lesson_id, public_only, seed)
+        if key not in self.cache:
+            options = grading.Options(limits=FAST, seed=seed, public_only=public_only, sandbox=sandbox)
+            self.cache[key] = grading.grade(path, lesson_id, options).to_dict()
+        return copy.deepcopy(self.cache[key])
+
+    def patch(self, lesson_id: str, name: str) -> dict[str, Any]:
+        """Grade the solution with tests/submissions/<lesson>/<name>.py swapped in."""
+        target = self.folder / lesson_id / f"{name}.ipynb"
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write(patched_solution(lesson_id, SUBMISSIONS / lesson_id / f"{name}.py"), target)
+        return self.file(target, lesson_id)
+
+    def solution(self, lesson_id: str) -> dict[str, Any]:
+        target = self.folder / lesson_id / "solution.ipynb"
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write(lessons.solution_notebook(lessons.get(lesson_id)), target)
+        return self.file(target, lesson_id)
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
+    """Session-wide cache of graded submissions."""
+    return Graded(tmp_path_factory.mktemp("graded"))
+
+
+@pytest.fixture
+def make_notebook(tmp_path: Path) -> Callable[..., Path]:
+    """Build a notebook file from cell sources ("md:" prefix for markdown cells)."""
+    counter = {"n": 0}
+
+    def build(*sources: str, name: str | None = None, metadata: dict[str, Any] | None = None) -> Path:
+        counter["n"] += 1
+        cells = [new_markdown_cell(s[3:]) if s.startswith("md:") else new_code_cell(s) for s in sources]
+        notebook = new_notebook(cells=cells, metadata=metadata or {})
+        return write(notebook, tmp_path / (name or f"nb{counter['n']}.ipynb"))
+
+    return build
+
+
+def statuses(result: dict[str, Any]) -> dict[str, str]:
+    """Exercise id -> status."""
+    return {e["id"]: e["status"] for e in result["exercises"]}

@@ -1,0 +1,114 @@
+"""cli: exit codes, one-line reasons, `--json -`, release and validate, run in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from grader import cli, lessons
+
+LESSON = "inference-capacity"
+
+
+def run(*args):
+    return CliRunner().invoke(cli.main, list(args))
+
+
+BAD = {"broken.ipynb": b'{"cells": [', "empty.ipynb": b"", "old.ipynb": json.dumps({"nbformat": 3, "worksheets": []}).encode(),
+       "image.ipynb": b"\x89PNG\r\n\x1a\n\x00\x00", "bytes.ipynb": b"\xff\xfe\x00garbage", "nocells.ipynb": b'{"nbformat": 4, "metadata": {}}'}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_input_exits_2_with_one_line_and_a_rejected_result(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(BAD[name])
+    out = tmp_path / "result.json"
+    result = run("grade", str(path), "--lesson", LESSON, "--json", str(out))
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("grader: ") and "Traceback" not in result.output
+    data = json.loads(out.read_text())
+    assert data["status"] == "rejected" and data["error"] and data["schema"] == 1
+
+
+def test_json_dash_writes_exactly_one_document(tmp_path):
+    path = tmp_path / "broken.ipynb"
+    path.write_text("{")
+    result = run("grade", str(path), "--lesson", LESSON, "--json", "-")
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["status"] == "rejected"
+
+
+def test_unknown_lesson_is_a_clear_error(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    result = run("grade", str(path), "--lesson", "no-such-lesson")
+    assert result.exit_code == 2 and "unknown lesson 'no-such-lesson'" in result.stderr
+
+
+def test_check_without_a_lesson_says_how_to_give_one(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    result = run("check", str(path))
+    assert result.exit_code == 2 and "--lesson" in result.stderr
+
+
+def _reference_lines(lesson_id):
+    """Every substantive line of the reference answers.
+
+    Left out: blank lines, comments, short lines, and `def` lines, whose
+    signatures the contract itself publishes to students.
+    """
+    text = (lessons.get(lesson_id).solutions / "answers.py").read_text()
+    lines = {line.strip() for line in text.splitlines()}
+    return {line for line in lines if len(line) > 12 and not line.startswith(("#", "def "))}
+
+
+@pytest.mark.parametrize("lesson_id", ["inference-capacity"])
+def test_release_contains_no_line_of_the_reference(tmp_path, lesson_id):
+    result = run("release", lesson_id, "--out", str(tmp_path))
+    assert result.exit_code == 0
+    notebook = nbformat.read(str(tmp_path / f"{lesson_id}.ipynb"), as_version=4)
+    assert notebook.metadata["grader"]["lesson"] == lesson_id
+    released = {line.strip() for cell in notebook.cells for line in cell.source.splitlines()}
+    leaked = _reference_lines(lesson_id) & released
+    assert not leaked, leaked
+    assert any("answer" in cell.metadata.get("tags", []) for cell in notebook.cells)
+
+
+def test_committed_solution_notebook_is_up_to_date():
+    for lesson_id in lessons.available():
+        lesson = lessons.get(lesson_id)
+        committed = nbformat.read(str(lesson.solutions / "solution.ipynb"), as_version=4)
+        built = lessons.solution_notebook(lesson)
+        assert [c.source for c in committed.cells] == [c.source for c in built.cells], (
+            f"run `grader build-solution {lesson_id}`")
+
+
+@pytest.mark.kernel
+def test_validate_proves_the_lesson_sound():
+    result = run("validate", LESSON, "--cell-timeout", "20")
+    assert result.exit_code == 0, result.output
+    assert "reference: 9/9 passed" in result.stdout
+    assert "scaffold: 0 passed" in result.stdout
+    assert "nothing crashed" in result.stdout
+
+
+@pytest.mark.kernel
+def test_check_feedback_names_expected_and_got(tmp_path):
+    notebook = lessons.solution_notebook(lessons.get(LESSON))
+    for cell in notebook.cells:
+        if cell["id"] == "answer-batch-collection":
+            cell.source = "collection_wait = (8 - np.arange(8)) * 2.0"
+    path = tmp_path / "mine.ipynb"
+    nbformat.write(notebook, str(path))
+    result = run("check", str(path), "--cell-timeout", "20")
+    assert result.exit_code == 0
+    text = result.stdout
+    assert "PASS     queue-hand-check" in text
+    assert "FAIL     batch-collection" in text
+    assert "expected 14.0" in text and "got 16.0" in text

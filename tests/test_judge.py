@@ -1,0 +1,116 @@
+"""judge: comparison rules, statuses and messages, with values worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader import judge, lessons
+from grader.lessons import Case, Exercise
+from grader.probe import Probe
+from grader.run import CellRun
+
+
+def case(**kw):
+    spec = {"call": "f", "args": [1.0]}
+    spec.update(kw)
+    return lessons.case_from_spec(spec, hidden=kw.pop("hidden", False))
+
+
+def test_printed_decimals_rule():
+    c = case(decimals=2)
+    assert judge.compare(np.float64(463.8651), 463.87, c) is None       # |diff| = 0.0049 <= 0.005
+    assert judge.compare(463.875, 463.87, c) is None                    # exactly half a unit (+1e-9 slack)
+    assert judge.compare(463.876, 463.87, c) is not None                # 0.006 > 0.005
+
+
+def test_decimals_per_dict_field():
+    c = case(decimals={"rows": 2, "acc": 4})
+    expected = {"rows": 145.53, "acc": 0.8067, "calls": 39}
+    assert judge.compare({"rows": 145.5325, "acc": 0.80666, "calls": 39}, expected, c) is None
+    mismatch = judge.compare({"rows": 145.5325, "acc": 0.80666, "calls": 38}, expected, c)
+    assert mismatch is not None and mismatch.where == "'calls'"
+
+
+def test_default_tolerance_is_rtol_1e6():
+    c = case()
+    assert judge.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 1.9e-6], c) is None
+    assert judge.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 3e-6], c) is not None
+
+
+def test_bools_must_be_bools():
+    c = case()
+    assert judge.compare(True, True, c) is None
+    assert judge.compare(np.asarray(True), True, c) is None
+    assert judge.compare(1.0, True, c) is not None
+    assert judge.compare("True", True, c) is not None
+
+
+def test_shapes_and_types():
+    c = case()
+    assert judge.compare([2.0], 2, c) is not None
+    assert judge.compare(None, [1.0], c) is not None
+    assert judge.compare("accelerator", "accelerator", c) is None
+    assert judge.compare("general-purpose", "accelerator", c) is not None
+    assert judge.compare(np.array([np.nan]), [1.0], c) is not None
+
+
+def test_hidden_mismatch_never_shows_the_reference_answer():
+    mismatch = judge.compare(np.array([1.0, 5.0]), [1.0, 123.456], case())
+    assert "123.456" not in mismatch.hidden()
+    assert "123.456" in mismatch.public()
+
+
+def _exercise(*cases):
+    return Exercise("ex", "ex", "simulated", 1.0, ("f",), tuple(cases))
+
+
+def _judge(cases, results, cells=()):
+    probe = Probe("ex", "ok", {"f": True}, tuple(results))
+    expectations = [judge.expectation(c, {"f": lambda x: x * 2}) for c in cases]
+    return judge.judge(_exercise(*cases), list(cases), probe, expectations, cells, None, {})
+
+
+def test_value_error_subclass_passes_and_other_types_fail():
+    c = case(raises="ValueError")
+    ok = _judge([c], [{"raised": {"type": "MyError", "value_error": True, "message": ""}}])
+    assert ok.status == "passed" and ok.score == 1.0
+    wrong = _judge([c], [{"raised": {"type": "TypeError", "value_error": False, "message": "x"}}])
+    assert wrong.status == "failed" and "TypeError" in wrong.messages[0]
+    silent = _judge([c], [{"value": [1.0]}])
+    assert silent.status == "failed" and "must raise ValueError" in silent.messages[0]
+
+
+def test_exception_on_a_valid_input_is_error_and_hidden_answers_use_the_reference():
+    hidden = lessons.case_from_spec({"call": "f", "args": [3.0]}, hidden=True)
+    assert _judge([hidden], [{"value": 6.0}]).status == "passed"            # reference: 2 * 3
+    assert _judge([hidden], [{"value": 7.0}]).status == "failed"
+    err = _judge([hidden], [{"raised": {"type": "KeyError", "value_error": False, "message": "k"}}])
+    assert err.status == "error" and "KeyError" in err.messages[0]
+
+
+def test_undefined_names_missing_error_timeout():
+    ex = _exercise(case(expect=2.0))
+    probe = Probe("ex", "ok", {"f": False}, ({"missing": "f"},))
+    nb = type("NB", (), {"cells": [type("C", (), {"source": "def f(x): ..."})()]})()
+    clean = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}], (CellRun(0, "c", "ok"),), nb, {})
+    assert clean.status == "missing"
+    raised = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}],
+                         (CellRun(0, "c", "error", "NameError", "name 'g' is not defined"),), nb, {})
+    assert raised.status == "error" and "cell 1" in raised.messages[0] and "NameError" in raised.messages[0]
+    hung = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}], (CellRun(0, "c", "timeout"),), nb, {})
+    assert hung.status == "timeout"
+
+
+@pytest.mark.parametrize("status, expected", [("timeout", "timeout"), ("died", "error"), ("unreadable", "error"),
+                                              ("skipped", "timeout")])
+def test_probe_failures_map_to_statuses(status, expected):
+    ex = _exercise(case(expect=2.0))
+    result = judge.judge(ex, list(ex.cases), Probe("ex", status, detail="why"), [{"value": 2.0}], (), None, {})
+    assert result.status == expected and result.score == 0.0
+
+
+def test_plain_keeps_dicts_and_array_kinds():
+    data = {"__dict__": [["a", {"__array__": [1, 2], "shape": [2], "kind": "i"}], ["b", {"__array__": True, "shape": [], "kind": "b"}]]}
+    out = judge.plain(data)
+    assert out["a"].tolist() == [1.0, 2.0] and out["b"].dtype == bool

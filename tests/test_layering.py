@@ -1,0 +1,40 @@
+"""The package reads in data-flow order: no step imports a later step."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "grader"
+ORDER = ["errors", "limits", "wire", "load", "lessons", "sandbox", "run", "probe", "judge", "record", "render",
+         "grading", "cluster", "batch", "cli"]
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "grader":
+                found |= {alias.name for alias in node.names}
+            elif node.module.startswith("grader."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+    return found
+
+
+def test_no_module_imports_a_later_step():
+    for path in PACKAGE.glob("*.py"):
+        name = path.stem
+        if name.startswith("__"):
+            continue
+        assert name in ORDER, f"add {name} to ORDER"
+        for imported in _imports(path):
+            assert ORDER.index(imported) < ORDER.index(name), f"{name} imports later step {imported}"
+
+
+def test_no_lesson_specific_names_in_the_package():
+    for path in PACKAGE.glob("*.py"):
+        text = path.read_text()
+        for word in ("simulate_queue", "inference-capacity", "inference-scaling", "crossover", "sweep("):
+            assert word not in text, f"{path.name} mentions {word}"
