@@ -68,7 +68,7 @@ def _reference_lines(lesson_id):
     return {line for line in lines if len(line) > 12 and not line.startswith(("#", "def "))}
 
 
-@pytest.mark.parametrize("lesson_id", ["inference-capacity"])
+@pytest.mark.parametrize("lesson_id", ["inference-capacity", "inference-scaling"])
 def test_release_contains_no_line_of_the_reference(tmp_path, lesson_id):
     result = run("release", lesson_id, "--out", str(tmp_path))
     assert result.exit_code == 0
