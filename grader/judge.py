@@ -271,7 +271,9 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
     if any(c.status == "timeout" for c in suspects):
         culprit = next(c for c in suspects if c.status == "timeout")
         return "timeout", [f"{names} undefined after cell {culprit.index + 1} ran past its time limit"]
-    what = f"{culprit.ename}: {culprit.evalue}".strip(": ") or "it stopped the kernel"
+    if culprit.status == "dropped":
+        return "error", [f"{names} undefined: cell {culprit.index + 1} was {culprit.evalue or 'left out: it stopped the kernel'}"]
+    what = f"{culprit.ename}: {culprit.evalue}".strip(": ")
     return "error", [f"{names} undefined after cell {culprit.index + 1} raised {what}"]
 
 

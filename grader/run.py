@@ -137,6 +137,28 @@ class _Client(NotebookClient):
     _current_index = -1
 
 
+async def _watch_flood(socket: Any, km: Any, state: dict[str, Any]) -> None:
+    """libzmq drops a connection for good when a message exceeds MAXMSGSIZE: stop the kernel then."""
+    from zmq.utils.monitor import parse_monitor_message
+
+    monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+    try:
+        while True:
+            event = parse_monitor_message(await monitor.recv_multipart())
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                await asyncio.sleep(0.2)
+                if await km.is_alive():
+                    state["flood"] = True
+                    await km.shutdown_kernel(now=True)
+                return
+    finally:
+        try:
+            socket.disable_monitor()
+        except zmq.ZMQError:
+            pass
+        monitor.close(linger=0)
+
+
 def _plain_traceback(lines: list[str]) -> str:
     import re
 
@@ -177,27 +199,30 @@ async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
     attempt = _Attempt()
     attempts = 0
     timings = {"startup": 0.0, "cells": 0.0, "probes": 0.0}
+    flooded = False
     while attempts < limits.attempts:
         attempts += 1
         attempt = await _one_attempt(notebook, tail, limits, make_kernel, skip_cells, skip_tail, deadline)
         timings["startup"] += attempt.startup
         timings["cells"] += attempt.cell_seconds
         timings["probes"] += attempt.probe_seconds
-        if attempt.killer is None or attempt.flood or attempt.deadline_hit:
+        flooded = flooded or attempt.flood
+        if attempt.killer is None or attempt.deadline_hit:
             break
         where, key = attempt.killer
         if where == "cell":
             status = attempt.cells[key].status
-            skip_cells[key] = status
+            skip_cells[key] = status if status == "timeout" else (attempt.cells[key].evalue or "killed the kernel")
             dropped.append(f"cell {key + 1} ({notebook.cells[key]['id']}) "
-                           + ("ignored the interrupt after its timeout" if status == "timeout" else "killed the kernel"))
+                           + ("ignored the interrupt after its timeout" if status == "timeout"
+                              else attempt.cells[key].evalue or "killed the kernel"))
         else:
             skip_tail[key] = attempt.tail[key]["status"]
             dropped.append(f"the probe of exercise '{key}' "
                            + ("ignored the interrupt after its timeout" if skip_tail[key] == "timeout" else "killed the kernel"))
     cells = tuple(attempt.cells[i] for i in range(len(notebook.cells)))
     return Executed(cells=cells, tail=attempt.tail, notebook=attempt.notebook, attempts=attempts,
-                    dropped=tuple(dropped), seconds=time.monotonic() - began, flood=attempt.flood,
+                    dropped=tuple(dropped), seconds=time.monotonic() - began, flood=flooded,
                     deadline_hit=attempt.deadline_hit, timings=timings)
 
 
@@ -220,7 +245,8 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                      startup_timeout=int(limits.startup_timeout), iopub_timeout=4,
                      shutdown_kernel="immediate", record_timing=False, kernel_name="python3")
     watchdog: asyncio.Task[None] | None = None
-    state = {"fired": False}
+    monitors: list[asyncio.Task[None]] = []
+    state: dict[str, Any] = {"fired": False, "flood": False}
 
     async def _watch() -> None:
         await asyncio.sleep(max(0.0, deadline - time.monotonic()))
@@ -240,6 +266,9 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
         async with client.async_setup_kernel(cleanup_kc=True, **km.start_kwargs()):
             result.startup = time.monotonic() - started
             watchdog = asyncio.ensure_future(_watch())
+            assert client.kc is not None
+            monitors = [asyncio.ensure_future(_watch_flood(channel.socket, km, state))
+                        for channel in (client.kc.iopub_channel, client.kc.shell_channel)]
             executed = 0
             for index, cell in enumerate(nb.cells):
                 is_tail = index >= n_student
@@ -248,8 +277,10 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                     result.cells[index] = CellRun(index, cell["id"], "empty")
                     continue
                 if not is_tail and index in skip_cells:
-                    result.cells[index] = CellRun(index, cell["id"], "dropped" if skip_cells[index] != "timeout" else "timeout",
-                                                  evalue="left out after it " + ("hung" if skip_cells[index] == "timeout" else "killed the kernel"))
+                    hung = skip_cells[index] == "timeout"
+                    result.cells[index] = CellRun(index, cell["id"], "timeout" if hung else "dropped",
+                                                  evalue="left out: it " + ("ignored the interrupt after its timeout" if hung
+                                                                            else skip_cells[index].replace("the kernel died", "killed the kernel")))
                     continue
                 if is_tail and key in skip_tail:
                     result.tail[key] = {"status": skip_tail[key], "detail": "left out after it "
@@ -263,15 +294,17 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                     await client.async_execute_cell(cell, index, execution_count=executed)
                 except (DeadKernelError, _Stuck, CellTimeoutError) as err:
                     elapsed = time.monotonic() - t0
+                    await asyncio.sleep(0.3)  # let the flood monitor report first
+                    flood = bool(state["flood"])
                     timed = state["fired"] or not isinstance(err, DeadKernelError)
                     status = "timeout" if timed else "died"
-                    flood = client.kc is not None and getattr(client.kc, "flooded", False)
+                    why = (f"flooded its output (a message over {limits.max_message_bytes // 2**20} MiB); the kernel was stopped"
+                           if flood else "the kernel died while running this cell")
                     if is_tail:
-                        result.tail[key] = {"status": status, "detail": "the kernel died" if status == "died" else "timed out"}
+                        result.tail[key] = {"status": status, "detail": why if not timed else "timed out"}
                     else:
                         result.cells[index] = CellRun(index, cell["id"], "timeout" if timed else "dropped",
-                                                      evalue="the kernel died while running this cell" if not timed else "",
-                                                      seconds=elapsed)
+                                                      evalue=why if not timed else "", seconds=elapsed)
                     result.deadline_hit = state["fired"]
                     result.flood = flood
                     if not state["fired"]:
@@ -299,7 +332,11 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                                                       _plain_traceback(reply.get("traceback", []) or []), elapsed)
                     else:
                         result.cells[index] = CellRun(index, cell["id"], "ok", seconds=elapsed)
+            for task in monitors:
+                task.cancel()
     finally:
+        for task in monitors:
+            task.cancel()
         if watchdog is not None:
             watchdog.cancel()
         km.remove_dirs()

@@ -1,0 +1,195 @@
+"""Hostile submissions: student code can neither cheat, nor leak, nor hurt the host.
+
+Every attack here is bounded (short timeouts, the sandbox's rlimits), targets
+only loopback, and the test checks the host afterwards. Skipped where the host
+has no bubblewrap; CI installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, SEED, patched_solution, statuses, write
+from grader import grading, lessons, record, sandbox
+from grader.errors import SandboxUnavailable
+
+LESSON = "inference-capacity"
+HOSTILE = Path(__file__).parent / "submissions" / "hostile"
+needs_bwrap = pytest.mark.skipif(
+    sandbox.plan(FAST).mode != "bwrap", reason="bubblewrap sandbox unavailable on this host (CI installs it)")
+pytestmark = [pytest.mark.sandbox, pytest.mark.kernel, needs_bwrap]
+
+
+def _grade(tmp_path: Path, name: str, limits=FAST, **fill: str) -> dict:
+    text = (HOSTILE / f"{name}.py").read_text()
+    for key, value in fill.items():
+        text = text.replace(f"__{key}__", value)
+    path = write(patched_solution(LESSON, text), tmp_path / f"{name}.ipynb")
+    options = grading.Options(limits=limits, seed=SEED, sandbox="bwrap", require_sandbox=True)
+    return grading.grade(path, LESSON, options).to_dict()
+
+
+def test_every_layer_is_reported_in_force(graded):
+    box = graded.solution(LESSON)["sandbox"]
+    assert box["mode"] == "bwrap" and box["missing"] == []
+    assert set(box["layers"]) == set(sandbox.LAYERS) and all(box["layers"].values())
+
+
+def test_no_tcp_to_the_hosts_loopback(tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    try:
+        result = _grade(tmp_path, "connects-to-host-loopback", PORT=str(listener.getsockname()[1]))
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody ever connected
+    finally:
+        listener.close()
+    assert statuses(result)["p95-interpolation"] == "passed"
+
+
+def test_solutions_are_invisible_and_copying_them_fails(tmp_path):
+    answers = lessons.get(LESSON).solutions / "answers.py"
+    result = _grade(tmp_path, "copies-the-reference", ANSWERS=str(answers.resolve()))
+    got = statuses(result)
+    for ex in ("queue-hand-check", "invalid-timeline"):
+        assert got[ex] in ("failed", "error"), ex
+
+
+def test_no_writes_to_home_outputs_or_gradebook(tmp_path):
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    book = record.Gradebook(out / "gradebook.sqlite")
+    book.add({"lesson": LESSON, "student": "amy", "status": "graded", "score": 1.0, "max_score": 9.0,
+              "graded_at": "t"}, "d")
+    book.close()
+    home = Path(os.path.expanduser("~"))
+    marker = home / "grader-was-here.txt"
+    marker.unlink(missing_ok=True)
+    result = _grade(tmp_path, "writes-outside-scratch", HOME=str(home), OUT=str(out),
+                    GRADEBOOK=str(out / "gradebook.sqlite"))
+    assert statuses(result)["batch-collection"] == "passed"
+    assert not marker.exists()
+    assert list((out / "results").iterdir()) == []
+    with sqlite3.connect(str(out / "gradebook.sqlite")) as db:
+        assert db.execute("SELECT score FROM grades").fetchall() == [(1.0,)]
+
+
+def test_a_60_gb_allocation_is_an_error_and_the_host_is_fine(tmp_path):
+    before = _available_kib()
+    result = _grade(tmp_path, "allocates-60-gb")
+    replica = next(e for e in result["exercises"] if e["id"] == "replica-plan")
+    assert replica["status"] == "error" and "MemoryError" in replica["messages"][0]
+    assert sum(1 for st in statuses(result).values() if st == "passed") == 8
+    assert _available_kib() > before - 2 * 1024**2  # within 2 GiB of where it was
+
+
+def _available_kib() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable"):
+            return int(line.split()[1])
+    raise AssertionError("no MemAvailable")
+
+
+def _procs_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_daemons_are_gone_after_grading(tmp_path):
+    mark = f"31{uuid.uuid4().int % 10**6:06d}"  # `sleep 31xxxxxx1` etc.: a unique, harmless duration
+    try:
+        result = _grade(tmp_path, "daemon-with-new-session", MARK=mark)
+        assert statuses(result)["p95-interpolation"] == "passed"
+        time.sleep(0.5)
+        assert _procs_with(f"sleep {mark}") == []
+    finally:
+        for pid in _procs_with(f"sleep {mark}"):
+            os.kill(pid, 9)
+
+
+def test_exits_and_crashes_are_recorded_for_their_exercise(tmp_path):
+    result = _grade(tmp_path, "exits-and-crashes")
+    got = statuses(result)
+    assert got["replica-plan"] == "error"       # os._exit inside plan_replicas
+    assert got["deadline"] == "error"           # segfault inside count_missed
+    assert got["p95-interpolation"] == "error"  # sys.exit() before the name was defined
+    assert {ex: st for ex, st in got.items() if ex not in ("replica-plan", "deadline", "p95-interpolation")} == {
+        ex: "passed" for ex in ("measure", "queue-hand-check", "burst", "burst-sensitivity", "invalid-timeline",
+                                "batch-collection")}
+    assert any("replica-plan" in note for note in result["notes"])
+    assert result["run"]["attempts"] == 3
+    after = _grade(tmp_path, "connects-to-host-loopback", PORT="9")  # the next submission grades normally
+    assert after["score"] == 9.0
+
+
+def test_an_interrupt_ignoring_loop_is_stopped(tmp_path):
+    limits = replace(FAST, cell_timeout=2, notebook_timeout=60)
+    began = time.monotonic()
+    result = _grade(tmp_path, "ignores-interrupt", limits=limits)
+    assert statuses(result)["batch-collection"] == "timeout"
+    assert sum(1 for st in statuses(result).values() if st == "passed") == 8
+    assert time.monotonic() - began < limits.notebook_timeout  # stopped by the grader, not by the test
+
+
+def test_the_notebook_watchdog_ends_a_run_at_its_deadline(tmp_path):
+    limits = replace(FAST, cell_timeout=120, probe_timeout=120, notebook_timeout=10)
+    result = _grade(tmp_path, "ignores-interrupt", limits=limits)
+    assert result["run"]["deadline_hit"] is True
+    assert statuses(result)["batch-collection"] == "timeout"
+    assert result["run"]["seconds"] < 10 + 15  # the deadline plus kernel teardown, well before the cell timeout
+
+
+def test_a_200_mb_flood_is_recorded_and_the_grader_stays_small(tmp_path):
+    path = write(patched_solution(LESSON, (HOSTILE / "floods-output.py").read_text()), tmp_path / "flood.ipynb")
+    program = (
+        "import json, resource, sys\n"
+        "from grader import grading\n"
+        "from grader.limits import Limits\n"
+        "r = grading.grade(sys.argv[1], 'inference-capacity', grading.Options(limits=Limits(cell_timeout=10),"
+        " seed=1, sandbox='bwrap')).to_dict()\n"
+        "print(json.dumps({'run': r['run'], 'score': r['score'], 'statuses': {e['id']: e['status'] for e in r['exercises']},"
+        " 'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program, str(path)], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["run"]["flood"] is True
+    assert report["peak_mb"] < 200
+    # the flooding cell is dropped on the rerun, so the name it would have defined is missing
+    assert report["statuses"]["p95-interpolation"] == "error"
+    assert report["score"] == 8.0
+
+
+def test_require_sandbox_refuses_when_a_layer_is_missing(monkeypatch):
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    with pytest.raises(SandboxUnavailable, match="bubblewrap"):
+        sandbox.plan(FAST, "auto", require=True)
+    assert sandbox.plan(FAST, "auto").missing_reason
+
+
+def test_without_bwrap_the_result_says_which_layers_are_missing(monkeypatch, tmp_path, make_notebook):
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    path = make_notebook("x = 1")
+    result = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=1, public_only=True)).to_dict()
+    assert result["sandbox"]["mode"] == "process"
+    assert "network" in result["sandbox"]["missing"] and result["sandbox"]["missing_reason"]
