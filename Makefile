@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 $(BIN)/grader: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,dask]'
 	touch $@
 
 # bubblewrap gives every kernel its own namespaces; without it grading still

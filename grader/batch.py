@@ -16,14 +16,12 @@ import os
 import signal
 import sys
 import time
-import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from grader import grading
 from grader import lessons, record, render
-from grader.errors import GraderError
 
 SUFFIXES = (".ipynb", ".py")
 
@@ -52,17 +50,6 @@ def _die_with_parent() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides on Ctrl-C
-
-
-def grade_one(path: str, lesson_id: str, options: grading.Options) -> dict[str, Any]:
-    """The per-submission task (local worker or Dask): a result dict, never an exception."""
-    try:
-        return grading.grade(path, lesson_id, options).to_dict()
-    except GraderError as err:
-        return grading.rejected(path, str(err), lesson_id).to_dict()
-    except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
-        traceback.print_exc()
-        return grading.rejected(path, f"internal grader error: {type(err).__name__}: {err}", lesson_id).to_dict()
 
 
 def digest(path: Path) -> str:
@@ -143,15 +130,15 @@ def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: i
     if scheduler:
         from grader import cluster
 
-        yield from cluster.results(scheduler, todo, lesson_id, options, grade_one)
+        yield from cluster.results(scheduler, todo, lesson_id, options)
         return
     if jobs == 1:
         for path in todo:
-            yield path, grade_one(str(path), lesson_id, options)
+            yield path, grading.grade_one(str(path), lesson_id, options)
         return
     with cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
         futures: dict[cf.Future[dict[str, Any]], Path] = {
-            pool.submit(grade_one, str(path), lesson_id, options): path for path in todo}
+            pool.submit(grading.grade_one, str(path), lesson_id, options): path for path in todo}
         try:
             for future in cf.as_completed(futures):
                 yield futures[future], future.result()

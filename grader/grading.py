@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import judge, lessons, load, probe, run, sandbox, wire
-from grader.errors import LessonError, SubmissionRejected
+from grader.errors import GraderError, LessonError, SubmissionRejected
 from grader.limits import Limits
 from grader.record import GradeResult
 
@@ -65,6 +65,19 @@ def rejected(path: str | Path, reason: str, lesson: str | None = None, student: 
     """The result recorded for a submission that cannot be graded."""
     return GradeResult(status="rejected", lesson=lesson, student=student or Path(path).stem, error=reason,
                        extra={"submission": Path(path).name})
+
+
+def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> dict[str, Any]:
+    """The per-submission task of a batch (local worker or cluster): a result dict, never an exception."""
+    import traceback
+
+    try:
+        return grade(path, lesson_id, options, student).to_dict()
+    except GraderError as err:
+        return rejected(path, str(err), lesson_id, student).to_dict()
+    except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
+        traceback.print_exc()
+        return rejected(path, f"internal grader error: {type(err).__name__}: {err}", lesson_id, student).to_dict()
 
 
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:

@@ -1,0 +1,62 @@
+"""Shared helpers for the benchmarks: sample submissions and a plain nbclient run."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import patched_solution  # noqa: E402
+
+from grader import lessons  # noqa: E402
+
+
+def mixed_set(folder: Path, per_lesson: int) -> dict[str, list[Path]]:
+    """Write solution, scaffold and bug notebooks of both lessons, `per_lesson` each."""
+    out: dict[str, list[Path]] = {}
+    for lesson_id in ("inference-capacity", "inference-scaling"):
+        lesson = lessons.get(lesson_id)
+        bugs = sorted((ROOT / "tests" / "submissions" / lesson_id).glob("*.py"))
+        bugs = [b for b in bugs if "infinite-loop" not in b.name]
+        made = []
+        target = folder / lesson_id
+        target.mkdir(parents=True, exist_ok=True)
+        for i in range(per_lesson):
+            kind = i % (len(bugs) + 2)
+            if kind == 0:
+                nb = lessons.solution_notebook(lesson)
+            elif kind == 1:
+                nb = lessons.scaffold(lesson)
+            else:
+                nb = patched_solution(lesson_id, bugs[kind - 2])
+            path = target / f"s{i:03d}.ipynb"
+            nbformat.write(nb, str(path))
+            made.append(path)
+        out[lesson_id] = made
+    return out
+
+
+def plain_run(path: Path, timeout: int = 60) -> float:
+    """Run a notebook with stock nbclient in a fresh default kernel; seconds."""
+    began = time.perf_counter()
+    nb = nbformat.read(str(path), as_version=4)
+    NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3").execute()
+    return time.perf_counter() - began
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

@@ -1,0 +1,37 @@
+"""Grading time with and without the sandbox, alternating runs.
+
+Usage: python bench/sandbox_overhead.py [rounds]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from common import median, timed
+
+from grader import grading, lessons, sandbox
+from grader.limits import Limits
+
+
+def main(rounds: int) -> None:
+    if sandbox.plan(Limits()).mode != "bwrap":
+        sys.exit("bubblewrap is not available here; nothing to compare")
+    with tempfile.TemporaryDirectory() as tmp:
+        for lesson_id in ("inference-capacity", "inference-scaling"):
+            path = Path(tmp) / f"{lesson_id}.ipynb"
+            nbformat.write(lessons.solution_notebook(lessons.get(lesson_id)), str(path))
+            runs: dict[str, list[float]] = {"bwrap": [], "none": []}
+            for i in range(rounds):
+                modes = ["bwrap", "none"] if i % 2 == 0 else ["none", "bwrap"]
+                for mode in modes:
+                    runs[mode].append(timed(lambda: grading.grade(path, lesson_id, grading.Options(seed=i, sandbox=mode))))
+            b, n = median(runs["bwrap"]), median(runs["none"])
+            print(f"{lesson_id}: sandboxed median {b:.2f} s, unsandboxed median {n:.2f} s, ratio {b / n:.3f} "
+                  f"({rounds} alternating rounds)")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 9)

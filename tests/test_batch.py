@@ -1,0 +1,126 @@
+"""batch: a class of mixed submissions, resume after SIGKILL, and a Dask cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from conftest import patched_solution, write
+from grader import batch, cli, grading, lessons
+from conftest import FAST
+
+pytestmark = pytest.mark.kernel
+LESSON = "inference-capacity"
+SUBS = Path(__file__).parent / "submissions" / LESSON
+LIMIT_FLAGS = ["--cell-timeout", "4", "--notebook-timeout", "90"]
+
+
+def _class(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    write(lessons.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(patched_solution(LESSON, SUBS / "deadline-counts-equal-as-missed.py"), folder / "ben.ipynb")
+    write(lessons.scaffold(lessons.get(LESSON)), folder / "cleo.ipynb")
+    write(patched_solution(LESSON, SUBS / "infinite-loop-in-collection-cell.py"), folder / "dev.ipynb")
+    (folder / "eli.ipynb").write_text('{"cells": [')
+    (folder / "fay.txt").write_text("my answers are in the email")
+    (folder / "gus.py").write_text("import os\nos._exit(1)\n")
+    return folder
+
+
+def _rows(db: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(str(db)) as con:
+        return con.execute("SELECT student, status FROM grades ORDER BY student").fetchall()
+
+
+def test_a_mixed_class_is_recorded_completely(tmp_path):
+    folder = _class(tmp_path / "in")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli.main, ["batch", str(folder), "--lesson", LESSON, "--out", str(out), "--jobs", "2",
+                                           *LIMIT_FLAGS])
+    assert result.exit_code == 0, result.output
+    students = ["ada", "ben", "cleo", "dev", "eli", "fay", "gus"]
+    assert [r[0] for r in _rows(out / "gradebook.sqlite")] == students
+    assert sorted(p.stem for p in (out / "results").glob("*.json")) == students
+    assert sorted(p.stem for p in (out / "reports").glob("*.html")) == students
+    results = {s: json.loads((out / "results" / f"{s}.json").read_text()) for s in students}
+    assert results["ada"]["score"] == 9.0
+    assert results["ben"]["score"] == 8.0
+    assert results["eli"]["status"] == "rejected" and results["fay"]["status"] == "rejected"
+    assert next(e for e in results["dev"]["exercises"] if e["id"] == "batch-collection")["status"] == "timeout"
+    assert results["gus"]["status"] == "graded" and results["gus"]["score"] == 0.0
+    lines = (out / "grades.csv").read_text().splitlines()
+    assert len(lines) == 1 + len(students) and lines[0].startswith("student,lesson,status,score,max_score,measure,")
+    assert (out / "index.html").is_file()
+    assert "7 submissions: 5 graded, 2 rejected, 0 already recorded" in result.output
+
+    again = CliRunner().invoke(cli.main, ["batch", str(folder), "--lesson", LESSON, "--out", str(out), *LIMIT_FLAGS])
+    assert "0 graded, 0 rejected, 7 already recorded" in again.output
+
+
+def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    solution = lessons.solution_notebook(lessons.get(LESSON))
+    for i in range(8):
+        solution.cells[0].source = f"# student {i}\n" + solution.cells[0].source  # a distinct digest each
+        write(solution, folder / f"s{i}.ipynb")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "grader", "batch", str(folder), "--lesson", LESSON, "--out", str(out),
+               "--jobs", "2", *LIMIT_FLAGS]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    db = out / "gradebook.sqlite"
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            if db.exists() and len(_rows(db)) >= 2:
+                break
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    finished = {student for student, _ in _rows(db)}
+    assert 2 <= len(finished) < 8, "the kill should land part-way"
+    before = {s: (out / "results" / f"{s}.json").read_bytes() for s in finished}
+
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    rows = _rows(db)
+    assert [student for student, _ in rows] == [f"s{i}" for i in range(8)]  # exactly one row each
+    assert sorted(p.stem for p in (out / "results").glob("*.json")) == [f"s{i}" for i in range(8)]
+    assert not list((out / "results").glob(".*.tmp"))
+    for student, data in before.items():
+        assert (out / "results" / f"{student}.json").read_bytes() == data
+
+
+@pytest.mark.dask
+@pytest.mark.filterwarnings("ignore")
+def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write(lessons.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(patched_solution(LESSON, SUBS / "queue-vectorised-shortcut.py"), folder / "ben.ipynb")
+    (folder / "eli.ipynb").write_text("not json")
+    options = grading.Options(limits=FAST, seed=77)
+    local = batch.run(folder, LESSON, tmp_path / "local", jobs=1, options=options, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = batch.run(folder, LESSON, tmp_path / "dask", options=options, scheduler=cluster.scheduler_address,
+                           progress=False)
+    assert local.counts == remote.counts
+    for student in ("ada", "ben", "eli"):
+        a = json.loads((tmp_path / "local" / "results" / f"{student}.json").read_text())
+        b = json.loads((tmp_path / "dask" / "results" / f"{student}.json").read_text())
+        assert (a["status"], a["score"], a.get("error")) == (b["status"], b["score"], b.get("error"))
+        assert [e["status"] for e in a["exercises"]] == [e["status"] for e in b["exercises"]]
+        assert [c["label"] for e in a["exercises"] for c in e["cases"]] == [
+            c["label"] for e in b["exercises"] for c in e["cases"]]
