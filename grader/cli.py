@@ -16,7 +16,7 @@ import click
 
 from grader import batch as batching
 from grader import grading
-from grader import lessons, record, render
+from grader import lessons, portfolio, record, render
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
 
@@ -162,6 +162,20 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
         click.echo(f"grader: {err}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     click.echo(batching.report_line(summary))
+
+
+@main.command("portfolio")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out_file", required=True, type=_FILE, help="The zip to write.")
+@click.option("--lesson", "lesson_id", help="Lesson of the submissions given (default: from their metadata).")
+def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | None) -> None:
+    """Export a student's evidence portfolio from results or submissions."""
+    try:
+        path = portfolio.build(list(sources), out_file, lesson_id)
+    except GraderError as err:
+        click.echo(f"grader: {err}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(str(path))
 
 
 @main.command("build-solution", hidden=True)

@@ -11,6 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import nbformat
+
 from grader import judge, lessons, load, probe, run, sandbox, wire
 from grader.errors import GraderError, LessonError, SubmissionRejected
 from grader.limits import Limits
@@ -67,12 +69,18 @@ def rejected(path: str | Path, reason: str, lesson: str | None = None, student: 
                        extra={"submission": Path(path).name})
 
 
+NOTEBOOK_KEY = "_executed_notebook"
+
+
 def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> dict[str, Any]:
     """The per-submission task of a batch (local worker or cluster): a result dict, never an exception."""
     import traceback
 
     try:
-        return grade(path, lesson_id, options, student).to_dict()
+        result = grade(path, lesson_id, options, student)
+        data = result.to_dict()
+        data[NOTEBOOK_KEY] = nbformat.writes(result.notebook) if result.notebook is not None else None
+        return data
     except GraderError as err:
         return rejected(path, str(err), lesson_id, student).to_dict()
     except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
@@ -98,11 +106,29 @@ def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: d
         for case, result in zip(plan.cases, found.results):
             if case.hidden:
                 continue
-            entry = {"case": case.label(), "name": case.name, "args": list(case.args), "kwargs": case.kwargs}
+            entry = {"case": case.label().strip("`"), "name": case.name, "args": list(case.args), "kwargs": case.kwargs,
+                     "columns": list(case.columns), "note": case.note}
             entry.update({k: result[k] for k in ("value", "raised") if k in result})
             answers.append(entry)
         (measured if ex.kind == "measured" else simulated)[ex.id] = answers
     return measured, simulated
+
+
+def _values(lesson: lessons.Lesson, plan: probe.ExercisePlan, found: probe.Probe) -> dict[str, dict[str, Any]]:
+    """Evidence values read after the run, split by kind; absent names are None."""
+    values: dict[str, dict[str, Any]] = {"measured": {}, "simulated": {}}
+    results = found.results if found.status == "ok" else ({},) * len(plan.cases)
+    for case, result in zip(plan.cases, results):
+        values[lesson.evidence[case.name]][case.name] = result.get("value")
+    return values
+
+
+def _differing(as_submitted: tuple[dict[str, Any], ...], executed: Any) -> list[dict[str, Any]]:
+    """Stored outputs that differ from what the fresh run printed (shown as unverified)."""
+    fresh = {cell["id"]: "".join(load.output_text(o) for o in cell.get("outputs", [])) for cell in executed.cells
+             if cell.cell_type == "code"}
+    return [dict(item, fresh=fresh.get(item["cell_id"], "")[:load.AS_SUBMITTED_CHARS]) for item in as_submitted
+            if fresh.get(item["cell_id"], "").strip() != item["text"].strip()]
 
 
 def grade(path: str | Path, lesson_id: str | None = None, options: Options = Options(),
@@ -116,6 +142,11 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     sandbox.sweep_stale()
     nonce = probe.new_nonce()
     tail = [(plan.exercise_id, probe.cell_source(plan, nonce)) for plan in plans]
+    evidence_plan = probe.ExercisePlan(probe.EVIDENCE_KEY, tuple(lesson.evidence),
+                                       tuple(lessons.case_from_spec({"value": name}) for name in lesson.evidence))
+    if lesson.evidence:
+        tail.append((probe.EVIDENCE_KEY, probe.cell_source(evidence_plan, nonce)))
+    tail.append((probe.ENVIRONMENT_KEY, probe.environment_cell(nonce)))
     executed = run.execute(submission.notebook, tail, options.limits,
                            lambda: sandbox.kernel_manager(report, options.limits))
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
@@ -128,15 +159,18 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         verdicts.append(judge.judge(ex, list(plan.cases), probes[ex.id], expectations, executed.cells,
                                     submission.notebook, checks))
     measured, simulated = _evidence(lesson, plans, probes)
+    values = _values(lesson, evidence_plan, probe.collect(evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}),
+                                                          nonce, options.limits.probe_payload_bytes))
     env = environment(options.jobs_at_once)
+    env.update(probe.collect_environment(executed.tail.get(probe.ENVIRONMENT_KEY, {}), nonce))
     measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
                      "percentile_method": "linear (NumPy default)", "jobs_at_once": options.jobs_at_once}
     return GradeResult(
         status="graded", lesson=lesson.id, student=submission.student,
         score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
         exercises=tuple(v.to_dict() for v in verdicts),
-        measured={"how": measured_meta, "answers": measured} if measured else {},
-        simulated={"answers": simulated},
+        measured={"how": measured_meta, "answers": measured, "values": values["measured"]} if measured else {},
+        simulated={"answers": simulated, "values": values["simulated"]},
         environment=env, sandbox=report.to_dict(),
         extra={
             "mode": "check" if options.public_only else "grade",
@@ -148,9 +182,10 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                     "flood": executed.flood, "deadline_hit": executed.deadline_hit},
             "cells": [{"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
                        "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"],
-            "as_submitted": list(submission.as_submitted),
+            "as_submitted": _differing(submission.as_submitted, executed.notebook),
             "explanations": list(submission.explanations),
         },
+        notebook=executed.notebook,
     )
 
 

@@ -70,6 +70,10 @@ class Case:
     """Name of a consistency check in the lesson's `properties.py` instead of a comparison."""
     hidden: bool = False
     """Drawn at grading time; its reference answer is never shown."""
+    columns: tuple[str, ...] = ()
+    """Report columns for an answer of equal-length arrays: the first argument's name, then each array's."""
+    note: str = ""
+    """A label the report shows with this case's answer (e.g. "planning assumption")."""
 
     def label(self) -> str:
         """How the case reads in feedback, e.g. `f(array([0.0, 1.0]), 2.0)`."""
@@ -114,6 +118,10 @@ class Lesson:
     """`lessons/<id>/`."""
     exercises: tuple[Exercise, ...]
     """Graded exercises in report order."""
+    evidence: dict[str, str] = field(default_factory=dict)
+    """Names read after the run for the evidence report (not graded), each `measured` or `simulated`."""
+    figure: dict[str, Any] = field(default_factory=dict)
+    """The lesson's figure: panels drawn from evidence values (see render.figure_svg)."""
 
     @property
     def max_score(self) -> float:
@@ -152,7 +160,11 @@ def get(lesson_id: str) -> Lesson:
     exercises = tuple(_exercise(lesson_id, item) for item in spec.get("exercises", []))
     if not exercises:
         raise LessonError(f"{spec_path}: no [[exercises]]")
-    return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises)
+    evidence = {str(k): str(v) for k, v in spec.get("evidence", {}).items()}
+    if any(kind not in KINDS for kind in evidence.values()):
+        raise LessonError(f"{spec_path}: every [evidence] name must be {' or '.join(KINDS)}")
+    return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises,
+                  evidence=evidence, figure=dict(spec.get("figure", {})))
 
 
 def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
@@ -184,6 +196,7 @@ def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
         raises=spec.get("raises"), decimals=spec.get("decimals"),
         rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)),
         accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
+        columns=tuple(spec.get("columns", ())), note=str(spec.get("note", "")),
     )
 
 

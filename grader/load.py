@@ -167,7 +167,7 @@ def _take_outputs(notebook: Any) -> tuple[dict[str, Any], ...]:
             cell.pop("execution_count", None)
             continue
         outputs = cell.get("outputs") or []
-        text = "".join(_output_text(out) for out in outputs if isinstance(out, dict))
+        text = "".join(output_text(out) for out in outputs if isinstance(out, dict))
         if text:
             kept.append({"cell_id": cell["id"], "text": text[:AS_SUBMITTED_CHARS]})
         cell["outputs"] = []
@@ -175,7 +175,8 @@ def _take_outputs(notebook: Any) -> tuple[dict[str, Any], ...]:
     return tuple(kept)
 
 
-def _output_text(out: dict[str, Any]) -> str:
+def output_text(out: dict[str, Any]) -> str:
+    """The text a person would read in one stored output."""
     kind = out.get("output_type")
     if kind == "stream":
         text = out.get("text", "")

@@ -120,3 +120,40 @@ def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: 
     if len(results) != len(plan.cases) or not all(isinstance(r, dict) for r in results):
         return Probe(plan.exercise_id, "unreadable", detail="the probe's answer had the wrong number of results")
     return Probe(plan.exercise_id, "ok", defined=defined, results=results)
+
+
+ENVIRONMENT_KEY = "__environment__"
+EVIDENCE_KEY = "__evidence__"
+
+_ENVIRONMENT = r'''
+def __grader_environment(nonce):
+    import json, os, platform, sys
+    found = {"kernel_python": platform.python_version(), "kernel_pid_namespace": os.getpid() <= 3}
+    for name in ("numpy", "jax", "jaxlib"):
+        module = sys.modules.get(name)
+        found[f"kernel_{name}"] = getattr(module, "__version__", None) if module else None
+    jax = sys.modules.get("jax")
+    try:
+        found["jax_devices"] = [str(d) for d in jax.devices()] if jax else None
+    except Exception as exc:
+        found["jax_devices"] = f"unavailable: {type(exc).__name__}"
+    sys.stdout.write("\n" + nonce + json.dumps(found) + "\n")
+    sys.stdout.flush()
+'''
+
+
+def environment_cell(nonce: str) -> str:
+    """A tail cell reporting the kernel's versions and JAX devices (not graded)."""
+    return _ENVIRONMENT + f"__grader_environment({json.dumps(nonce)})\ndel __grader_environment\n"
+
+
+def collect_environment(outcome: dict[str, Any], nonce: str) -> dict[str, Any]:
+    """The environment cell's report, or an empty dict when it did not run."""
+    line = next((ln for ln in reversed(outcome.get("stdout", "").splitlines()) if ln.startswith(nonce)), None)
+    if line is None or len(line) > 10_000:
+        return {}
+    try:
+        data = json.loads(line[len(nonce):])
+    except ValueError:
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, (str, bool, list, type(None)))} if isinstance(data, dict) else {}

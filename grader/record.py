@@ -47,6 +47,8 @@ class GradeResult:
     """Isolation layers in force."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Seed, digest, cells, notes, as-submitted outputs and explanations."""
+    notebook: Any = field(default=None, compare=False, repr=False)
+    """The freshly executed notebook (not part of the JSON; kept for portfolios)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data in the contract's field order."""

@@ -14,6 +14,9 @@ from typing import Any
 
 import jinja2
 
+from grader import figure, lessons
+from grader.judge import plain
+from grader.errors import LessonError
 from grader.lessons import course_root
 
 
@@ -60,14 +63,123 @@ def _plain_value(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return _num(value, 6)
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    return _plain_value(value, 120) if not isinstance(value, str) else value
+
+
+def _is_list(value: Any) -> bool:
+    return (isinstance(value, list) or getattr(value, "ndim", 0) > 0) and not isinstance(value, str)
+
+
+def _floats(value: Any) -> list[float]:
+    flat = value.ravel().tolist() if hasattr(value, "ravel") else value
+    return [float(v) for v in flat if isinstance(v, (int, float))]
+
+
+def _table_of_dicts(rows: list[dict[str, Any]], lead: list[str] | None = None) -> dict[str, Any]:
+    """Columns from the dicts' keys; list-valued keys become a count column and a collapsed list."""
+    rows = [{str(k): v for k, v in row.items()} for row in rows]
+    columns: list[str] = []
+    listed: list[str] = []
+    for row in rows:
+        for key, value in row.items():
+            if key not in columns and key not in listed:
+                (listed if _is_list(value) else columns).append(key)
+    labels = lead or [f"{columns[0]} {_cell(row.get(columns[0], ''))}" if columns else str(i + 1)
+                      for i, row in enumerate(rows)]
+    body, samples = [], []
+    for i, row in enumerate(rows):
+        counts = []
+        for key in listed:
+            flat = _floats(row.get(key, []))
+            counts.append(str(len(flat)))
+            samples.append({"row": labels[i], "key": key, "count": len(flat),
+                            "list": ", ".join(_num(v, 6) for v in flat)})
+        body.append(([lead[i]] if lead else []) + [_cell(row.get(key, "")) for key in columns] + counts)
+    return {"kind": "table", "columns": (["input"] if lead else []) + columns + [f"{k} (count)" for k in listed],
+            "rows": body, "samples": samples}
+
+
+def _answer_view(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turn one exercise's public answers into tables and labelled values."""
+    views: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if pending:
+            views.append(dict(_table_of_dicts([plain(a["value"]) for a in pending], [a["case"] for a in pending]),
+                              title=pending[0]["name"]))
+            pending.clear()
+
+    for a in answers:
+        value = plain(a["value"]) if "value" in a else None
+        if isinstance(value, dict):
+            if pending and pending[0]["name"] != a["name"]:
+                flush()
+            pending.append(a)
+            continue
+        flush()
+        if "raised" in a:
+            views.append({"kind": "value", "label": a["case"], "value": f"raised {a['raised'].get('type')}", "note": a.get("note", "")})
+        elif "value" not in a:
+            views.append({"kind": "value", "label": a["case"], "value": "not defined", "note": ""})
+        elif a.get("columns") and isinstance(value, list) and a.get("args"):
+            views.append(_timeline(a, value))
+        else:
+            views.append({"kind": "value", "label": a["case"], "value": _cell(value), "note": a.get("note", "")})
+    flush()
+    return views
+
+
+def _timeline(answer: dict[str, Any], value: list[Any]) -> dict[str, Any]:
+    import numpy as np
+
+    inputs = plain(answer["args"][0])
+    try:
+        arrays = [np.asarray(inputs, dtype=float).ravel()] + [np.asarray(v, dtype=float).ravel() for v in value]
+    except (TypeError, ValueError):
+        return {"kind": "value", "label": answer["case"], "value": _cell(value), "note": ""}
+    length = min(len(a) for a in arrays)
+    rows = [[_num(float(a[i]), 6) for a in arrays] for i in range(length)]
+    return {"kind": "table", "title": answer["case"], "columns": list(answer["columns"]), "rows": rows, "samples": []}
+
+
+def report_context(result: dict[str, Any]) -> dict[str, Any]:
+    """Everything a report template needs, derived from the result data only."""
+    measured = result.get("measured") or {}
+    simulated = result.get("simulated") or {}
+    measured_values = []
+    for name, value in (measured.get("values") or {}).items():
+        data = plain(value) if value is not None else None
+        if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+            measured_values.append(dict(_table_of_dicts(data), title=name))
+        else:
+            measured_values.append({"kind": "value", "label": name, "value": _cell(data) if data is not None else "not defined", "note": ""})
+    simulated_views = {ex: _answer_view(answers) for ex, answers in (simulated.get("answers") or {}).items()}
+    simulated_values = [{"label": name, "value": _plain_value(value, 400) if value is not None else "not defined"}
+                        for name, value in (simulated.get("values") or {}).items()]
+    spec: dict[str, Any] = {}
+    if result.get("lesson") and result.get("status") == "graded":
+        try:
+            spec = lessons.get(result["lesson"]).figure
+        except LessonError:  # a report of an unknown lesson still renders, without the figure
+            spec = {}
+    return {"measured_values": measured_values, "simulated_views": simulated_views,
+            "simulated_values": simulated_values, "figure": figure.svg(result, spec) if spec else ""}
+
+
 def report_html(result: dict[str, Any]) -> str:
     """The evidence report of one result, as a self-contained HTML page."""
-    return environment().get_template("report.html.j2").render(r=result)
+    return environment().get_template("report.html.j2").render(r=result, v=report_context(result))
 
 
 def report_md(result: dict[str, Any]) -> str:
     """The evidence report of one result, as Markdown."""
-    return environment().get_template("report.md.j2").render(r=result)
+    return environment().get_template("report.md.j2").render(r=result, v=report_context(result))
 
 
 def dashboard_data(results: list[dict[str, Any]], lesson: Any) -> dict[str, Any]:
@@ -106,7 +218,7 @@ def _generic(message: str) -> str:
     import re
 
     text = re.sub(r"hidden case `[^`]*`", "hidden case", message)
-    text = re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "#", text)
+    text = re.sub(r"(?<![\w.])-?\d+(\.\d*)?(e-?\d+)?(?![\w])", "#", text)
     return text[:160]
 
 
@@ -157,3 +269,8 @@ def validation_text(outcome: Any) -> str:
     else:
         lines.append("sound")
     return "\n".join(lines)
+
+
+def portfolio_index(students: list[str], entries: list[dict[str, Any]]) -> str:
+    """The portfolio's index page."""
+    return environment().get_template("portfolio/index.html.j2").render(students=students, entries=entries)

@@ -23,6 +23,10 @@ FAST = Limits(cell_timeout=4, probe_timeout=20, notebook_timeout=150, startup_ti
 SEED = 20261202
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true", help="rewrite tests/goldens from the current output")
+
+
 def patched_solution(lesson_id: str, patch: Path | str) -> Any:
     """The lesson's solution notebook with the answer cells of a patch file swapped in."""
     lesson = lessons.get(lesson_id)

@@ -6,8 +6,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-ORDER = ["errors", "limits", "wire", "load", "lessons", "sandbox", "run", "probe", "judge", "record", "render",
-         "grading", "cluster", "batch", "cli"]
+ORDER = ["errors", "limits", "wire", "load", "lessons", "sandbox", "run", "probe", "judge", "record", "figure", "render",
+         "grading", "portfolio", "cluster", "batch", "cli"]
 
 
 def _imports(path: Path) -> set[str]:

@@ -1,0 +1,99 @@
+"""The lesson's figure as inline SVG, drawn from one result's data with matplotlib.
+
+Two panels, both optional, described by the lesson's `[figure]` table:
+`timings` names a measured list of timing reports (p50/p95 per batch, with the
+sample count written beside each point); `series` names simulated response
+vectors, divided by the measured value named by `scale`.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import numpy as np
+
+from grader.judge import plain
+
+
+def _reports(value: Any) -> list[dict[str, Any]]:
+    data = plain(value)
+    if not isinstance(data, list):
+        return []
+    rows = []
+    for item in data:
+        if isinstance(item, dict) and all(k in item for k in ("batch", "p50_ms", "p95_ms")):
+            try:
+                samples = np.asarray(item.get("samples_ms", []), dtype=float).ravel()
+                rows.append({"batch": float(np.asarray(item["batch"], dtype=float)),
+                             "p50": float(np.asarray(item["p50_ms"], dtype=float)),
+                             "p95": float(np.asarray(item["p95_ms"], dtype=float)), "n": int(samples.size)})
+            except (TypeError, ValueError):
+                continue
+    return [r for r in rows if all(math.isfinite(r[k]) for k in ("batch", "p50", "p95"))]
+
+
+def _series(value: Any) -> np.ndarray | None:
+    try:
+        array = np.asarray(plain(value), dtype=float).ravel()
+    except (TypeError, ValueError):
+        return None
+    return array if array.size and np.all(np.isfinite(array)) else None
+
+
+def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
+    """The figure as an SVG string, or "" when this run produced no data for it."""
+    if not spec:
+        return ""
+    measured = (result.get("measured") or {}).get("values", {})
+    simulated = (result.get("simulated") or {}).get("values", {})
+    reports = _reports(measured.get(spec.get("timings", ""))) if spec.get("timings") else []
+    scale_value = measured.get(spec.get("scale", ""))
+    try:
+        scale = float(np.asarray(plain(scale_value), dtype=float)) if scale_value is not None else 1.0
+    except (TypeError, ValueError):
+        scale = 1.0
+    series = [(label, _series(simulated.get(name)))
+              for name, label in zip(spec.get("series", []), spec.get("series_labels", spec.get("series", [])))]
+    series = [(label, values) for label, values in series if values is not None]
+    panels = int(bool(reports)) + int(bool(series) and scale > 0)
+    if not panels:
+        return ""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    matplotlib.rcParams["svg.hashsalt"] = "grader"  # stable ids: the same data gives the same SVG
+    fig, axes = plt.subplots(panels, 1, figsize=(7, 3.2 * panels), squeeze=False)
+    row = 0
+    if reports:
+        ax = axes[row][0]
+        batches = [r["batch"] for r in reports]
+        ax.plot(batches, [r["p50"] for r in reports], "o-", label="warm p50")
+        ax.plot(batches, [r["p95"] for r in reports], "s--", label="warm p95")
+        for r in reports:
+            ax.annotate(f"n={r['n']}", (r["batch"], r["p95"]), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("ms per batch (measured)")
+        ax.set_title("Measured: warm latency per batch (this host, this run)")
+        ax.legend()
+        row += 1
+    if series and scale > 0:
+        ax = axes[row][0]
+        for label, values in series:
+            ax.plot(np.arange(values.size), values / scale, label=label)
+        ax.set_xlabel("request index")
+        ax.set_ylabel(spec.get("series_ylabel", "simulated"))
+        ax.set_title("Simulated: response time over the measured batch-1 median")
+        ax.legend()
+    fig.suptitle(spec.get("title", ""), fontsize=11)
+    fig.tight_layout()
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
