@@ -38,6 +38,8 @@ class Summary:
     """graded / rejected / with errors / with timeouts among those graded now."""
     seconds: float = 0.0
     """Wall time."""
+    peak_mb: float = 0.0
+    """Peak resident memory of this (parent) process."""
 
 
 def submissions(folder: Path) -> list[Path]:
@@ -95,7 +97,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         if not book.has(lesson.id, path.stem, digest(path)):
             todo.append(path)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))))
+    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None)
     counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0}
     bar = _Progress(len(todo)) if progress else None
     try:
@@ -112,7 +114,11 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv")
         record.write_atomic(out / "index.html", render.dashboard_html(latest, lesson))
         book.close()
-    return Summary(total=len(found), skipped=len(found) - len(todo), counts=counts, seconds=time.monotonic() - began)
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return Summary(total=len(found), skipped=len(found) - len(todo), counts=counts, seconds=time.monotonic() - began,
+                   peak_mb=peak)
 
 
 def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> None:
@@ -156,5 +162,5 @@ def report_line(summary: Summary) -> str:
     c = summary.counts
     return (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
             f"{summary.skipped} already recorded; {c.get('errors', 0)} with errors, {c.get('timeouts', 0)} with timeouts; "
-            f"{summary.seconds:.1f} s")
+            f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB")
 

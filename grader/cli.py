@@ -150,12 +150,14 @@ def validate_cmd(lesson_id: str, seed: int | None, sandbox: str | None, require_
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--jobs", type=int, help="Parallel grading jobs (default: one per core).")
 @click.option("--scheduler", help="Address of an existing Dask scheduler (needs the [dask] extra).")
+@click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @_sandbox_options
-def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, seed: int | None,
-              sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
+def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
+              seed: int | None, sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
               notebook_timeout: float | None) -> None:
     """Grade every submission in FOLDER; rerun to resume."""
-    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout)
+    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout),
+                      zygote=not no_zygote)
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler)
     except GraderError as err:

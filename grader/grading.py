@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import platform
@@ -13,7 +14,7 @@ from typing import Any
 
 import nbformat
 
-from grader import judge, lessons, load, probe, run, sandbox, wire
+from grader import judge, lessons, load, probe, run, sandbox, wire, zygote
 from grader.errors import GraderError, LessonError, SubmissionRejected
 from grader.limits import Limits
 from grader.record import GradeResult
@@ -35,6 +36,8 @@ class Options:
     """Refuse to grade when an isolation layer is missing."""
     jobs_at_once: int = 1
     """How many grades ran concurrently (recorded with the measurements)."""
+    zygote: bool = False
+    """Fork each single-use kernel from a warm zygote (batch grading); bubblewrap only."""
 
 
 def environment(jobs_at_once: int) -> dict[str, Any]:
@@ -147,8 +150,12 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     if lesson.evidence:
         tail.append((probe.EVIDENCE_KEY, probe.cell_source(evidence_plan, nonce)))
     tail.append((probe.ENVIRONMENT_KEY, probe.environment_cell(nonce)))
+    warm = options.zygote and report.mode == "bwrap"
+    if warm:
+        report = dataclasses.replace(report, mode="bwrap+zygote")
     executed = run.execute(submission.notebook, tail, options.limits,
-                           lambda: sandbox.kernel_manager(report, options.limits))
+                           (lambda: zygote.kernel_manager(report, options.limits)) if warm
+                           else (lambda: sandbox.kernel_manager(report, options.limits)))
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
     reference = None if options.public_only else lessons.reference(lesson.id)

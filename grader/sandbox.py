@@ -22,7 +22,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec
@@ -46,7 +46,7 @@ class SandboxReport:
     """Which isolation layers were in force for a grade."""
 
     mode: str
-    """`bwrap` (full isolation) or `process` (a plain local kernel)."""
+    """`bwrap` (full isolation), `bwrap+zygote` (the same, forked warm) or `process` (a plain local kernel)."""
     layers: dict[str, bool]
     """Each layer of architecture section 3 and whether it held."""
     limits: dict[str, Any] = field(default_factory=dict)
@@ -113,6 +113,15 @@ def sweep_stale(root: Path | None = None) -> None:
 class _SandboxKernelManager(AsyncKernelManager):
     """A single-use kernel: ipc transport, private dirs, optional bwrap wrapper."""
 
+    provisioner_factory: Callable[[Any], Any] | None = None
+    """Set to launch the kernel another way (the zygote); None runs the kernel command."""
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+        if self.provisioner is None and self.provisioner_factory is not None:
+            self.kernel_id = self.kernel_id or str(uuid.uuid4())
+            self.provisioner = self.provisioner_factory(self)
+        return await super()._async_pre_start_kernel(**kw)
+
     def __init__(self, *, report: SandboxReport, limits: Limits, **kwargs: Any) -> None:
         super().__init__(kernel_name="python3", **kwargs)
         self.report = report
@@ -126,7 +135,7 @@ class _SandboxKernelManager(AsyncKernelManager):
             folder.chmod(0o755)
         for folder in (self.rundir, self.scratch):
             folder.mkdir(mode=0o700)
-            if report.mode == "bwrap":
+            if report.mode.startswith("bwrap"):
                 os.chown(folder, NOBODY, NOBODY)
         self.transport = "ipc"
         self.ip = str(self.rundir / "k")
@@ -142,7 +151,7 @@ class _SandboxKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)
-        if self.report.mode != "bwrap":
+        if not self.report.mode.startswith("bwrap"):
             return cmd
         os.chown(self.connection_file, NOBODY, NOBODY)
         return bwrap_argv(self.rundir, self.scratch, self.grade_limits) + cmd
@@ -152,7 +161,7 @@ class _SandboxKernelManager(AsyncKernelManager):
         import subprocess
 
         env = kernel_env(self.scratch)
-        if self.report.mode != "bwrap":
+        if not self.report.mode.startswith("bwrap"):
             env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
         return {"env": env, "cwd": str(self.scratch), "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
@@ -176,16 +185,17 @@ def _parents(path: Path) -> list[str]:
     return [str(p) for p in reversed(path.parents) if str(p) != "/"]
 
 
-def bwrap_argv(rundir: Path, scratch: Path, limits: Limits) -> list[str]:
-    """bubblewrap -> setpriv -> prlimit prefix for the kernel command."""
+def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], drop_caps: bool) -> list[str]:
+    """The read-only whitelist every kernel sees, plus `writable` dirs bound at their own paths."""
     venv = Path(sys.prefix).resolve()
     base = Path(sys.base_prefix).resolve()
     argv = [bwrap_path() or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
-            "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-            "--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_DAC_OVERRIDE",
-            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--perms", "0755", "--dir", "/etc"]
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    if drop_caps:
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                 "--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_DAC_OVERRIDE"]
+    argv += ["--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--perms", "0755", "--dir", "/etc"]
     for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
                  "localtime", "hosts", "alternatives", "ssl"):
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -193,7 +203,7 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits) -> list[str]:
              "--perms", "1777", "--size", str(256 * 1024**2), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(64 * 1024**2), "--tmpfs", "/dev/shm"]
     made: set[str] = {"/tmp", "/etc", "/usr", "/dev", "/proc"}
-    for target in (base, venv, rundir, scratch):
+    for target in (base, venv, *writable):
         for parent in _parents(target):
             if parent not in made and not parent.startswith("/usr"):
                 argv += ["--perms", "0755", "--dir", parent]
@@ -202,18 +212,33 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits) -> list[str]:
         argv += ["--ro-bind", str(base), str(base)]
     if venv != base:
         argv += ["--ro-bind", str(venv), str(venv)]
-    argv += ["--bind", str(rundir), str(rundir), "--bind", str(scratch), str(scratch), "--chdir", str(scratch),
-             "--clearenv"]
-    for key, value in kernel_env(scratch).items():
-        if key == "PATH":
-            value = f"{venv}/bin:/usr/bin:/bin"
-        argv += ["--setenv", key, value]
-    argv += ["--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-             "--", "prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
-             f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0",
-             f"--cpu={limits.cpu_seconds}", "--"]
+    for folder in writable:
+        argv += ["--bind", str(folder), str(folder)]
+    argv += ["--chdir", str(workdir), "--clearenv"]
+    for key, value in env.items():
+        argv += ["--setenv", key, f"{venv}/bin:/usr/bin:/bin" if key == "PATH" else value]
     return argv
+
+
+def bwrap_argv(rundir: Path, scratch: Path, limits: Limits) -> list[str]:
+    """bubblewrap -> setpriv -> prlimit prefix for a fresh kernel's command."""
+    return _bwrap_base([rundir, scratch], scratch, kernel_env(scratch), drop_caps=True) + [
+        "--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+        "--", "prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+        f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0",
+        f"--cpu={limits.cpu_seconds}", "--"]
+
+
+def bwrap_zygote_argv(home: Path, limits: Limits) -> list[str]:
+    """bubblewrap prefix for the kernel zygote: root keeps its capabilities to build each child's namespaces.
+
+    Process-start settings (malloc arenas, JAX platform, BLAS threads, hash
+    seed) are fixed here, since forked kernels inherit them.
+    """
+    root = run_root()
+    env = kernel_env(Path("/tmp"))
+    return _bwrap_base([root / "run", root / "scratch", home], Path("/tmp"), env, drop_caps=False) + ["--"]
 
 
 def kernel_manager(report: SandboxReport, limits: Limits, **kwargs: Any) -> _SandboxKernelManager:

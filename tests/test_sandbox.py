@@ -31,13 +31,20 @@ needs_bwrap = pytest.mark.skipif(
 pytestmark = [pytest.mark.sandbox, pytest.mark.kernel, needs_bwrap]
 
 
-def _grade(tmp_path: Path, name: str, limits=FAST, **fill: str) -> dict:
+def _grade(tmp_path: Path, name: str, limits=FAST, warm: bool = False, **fill: str) -> dict:
     text = (HOSTILE / f"{name}.py").read_text()
     for key, value in fill.items():
         text = text.replace(f"__{key}__", value)
     path = write(patched_solution(LESSON, text), tmp_path / f"{name}.ipynb")
-    options = grading.Options(limits=limits, seed=SEED, sandbox="bwrap", require_sandbox=True)
-    return grading.grade(path, LESSON, options).to_dict()
+    options = grading.Options(limits=limits, seed=SEED, sandbox="bwrap", require_sandbox=True, zygote=warm)
+    result = grading.grade(path, LESSON, options).to_dict()
+    assert result["sandbox"]["mode"] == ("bwrap+zygote" if warm else "bwrap")
+    return result
+
+
+# The same attacks against both launch paths: a fresh bubblewrap kernel, and a
+# kernel forked from the warm zygote that batch grading uses.
+both = pytest.mark.parametrize("warm", [False, True], ids=["fresh", "zygote"])
 
 
 def test_every_layer_is_reported_in_force(graded):
@@ -46,13 +53,14 @@ def test_every_layer_is_reported_in_force(graded):
     assert set(box["layers"]) == set(sandbox.LAYERS) and all(box["layers"].values())
 
 
-def test_no_tcp_to_the_hosts_loopback(tmp_path):
+@both
+def test_no_tcp_to_the_hosts_loopback(tmp_path, warm):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     listener.setblocking(False)
     try:
-        result = _grade(tmp_path, "connects-to-host-loopback", PORT=str(listener.getsockname()[1]))
+        result = _grade(tmp_path, "connects-to-host-loopback", warm=warm, PORT=str(listener.getsockname()[1]))
         with pytest.raises(BlockingIOError):
             listener.accept()  # nobody ever connected
     finally:
@@ -60,15 +68,17 @@ def test_no_tcp_to_the_hosts_loopback(tmp_path):
     assert statuses(result)["p95-interpolation"] == "passed"
 
 
-def test_solutions_are_invisible_and_copying_them_fails(tmp_path):
+@both
+def test_solutions_are_invisible_and_copying_them_fails(tmp_path, warm):
     answers = lessons.get(LESSON).solutions / "answers.py"
-    result = _grade(tmp_path, "copies-the-reference", ANSWERS=str(answers.resolve()))
+    result = _grade(tmp_path, "copies-the-reference", warm=warm, ANSWERS=str(answers.resolve()))
     got = statuses(result)
     for ex in ("queue-hand-check", "invalid-timeline"):
         assert got[ex] in ("failed", "error"), ex
 
 
-def test_no_writes_to_home_outputs_or_gradebook(tmp_path):
+@both
+def test_no_writes_to_home_outputs_or_gradebook(tmp_path, warm):
     out = tmp_path / "out"
     (out / "results").mkdir(parents=True)
     book = record.Gradebook(out / "gradebook.sqlite")
@@ -78,7 +88,7 @@ def test_no_writes_to_home_outputs_or_gradebook(tmp_path):
     home = Path(os.path.expanduser("~"))
     marker = home / "grader-was-here.txt"
     marker.unlink(missing_ok=True)
-    result = _grade(tmp_path, "writes-outside-scratch", HOME=str(home), OUT=str(out),
+    result = _grade(tmp_path, "writes-outside-scratch", warm=warm, HOME=str(home), OUT=str(out),
                     GRADEBOOK=str(out / "gradebook.sqlite"))
     assert statuses(result)["batch-collection"] == "passed"
     assert not marker.exists()
@@ -87,9 +97,10 @@ def test_no_writes_to_home_outputs_or_gradebook(tmp_path):
         assert db.execute("SELECT score FROM grades").fetchall() == [(1.0,)]
 
 
-def test_a_60_gb_allocation_is_an_error_and_the_host_is_fine(tmp_path):
+@both
+def test_a_60_gb_allocation_is_an_error_and_the_host_is_fine(tmp_path, warm):
     before = _available_kib()
-    result = _grade(tmp_path, "allocates-60-gb")
+    result = _grade(tmp_path, "allocates-60-gb", warm=warm)
     replica = next(e for e in result["exercises"] if e["id"] == "replica-plan")
     assert replica["status"] == "error" and "MemoryError" in replica["messages"][0]
     assert sum(1 for st in statuses(result).values() if st == "passed") == 8
@@ -115,10 +126,11 @@ def _procs_with(marker: str) -> list[int]:
     return found
 
 
-def test_daemons_are_gone_after_grading(tmp_path):
+@both
+def test_daemons_are_gone_after_grading(tmp_path, warm):
     mark = f"31{uuid.uuid4().int % 10**6:06d}"  # `sleep 31xxxxxx1` etc.: a unique, harmless duration
     try:
-        result = _grade(tmp_path, "daemon-with-new-session", MARK=mark)
+        result = _grade(tmp_path, "daemon-with-new-session", warm=warm, MARK=mark)
         assert statuses(result)["p95-interpolation"] == "passed"
         time.sleep(0.5)
         assert _procs_with(f"sleep {mark}") == []
@@ -127,8 +139,9 @@ def test_daemons_are_gone_after_grading(tmp_path):
             os.kill(pid, 9)
 
 
-def test_exits_and_crashes_are_recorded_for_their_exercise(tmp_path):
-    result = _grade(tmp_path, "exits-and-crashes")
+@both
+def test_exits_and_crashes_are_recorded_for_their_exercise(tmp_path, warm):
+    result = _grade(tmp_path, "exits-and-crashes", warm=warm)
     got = statuses(result)
     assert got["replica-plan"] == "error"       # os._exit inside plan_replicas
     assert got["deadline"] == "error"           # segfault inside count_missed
@@ -138,14 +151,15 @@ def test_exits_and_crashes_are_recorded_for_their_exercise(tmp_path):
                                 "batch-collection")}
     assert any("replica-plan" in note for note in result["notes"])
     assert result["run"]["attempts"] == 3
-    after = _grade(tmp_path, "connects-to-host-loopback", PORT="9")  # the next submission grades normally
+    after = _grade(tmp_path, "connects-to-host-loopback", warm=warm, PORT="9")  # the next submission grades normally
     assert after["score"] == 9.0
 
 
-def test_an_interrupt_ignoring_loop_is_stopped(tmp_path):
+@both
+def test_an_interrupt_ignoring_loop_is_stopped(tmp_path, warm):
     limits = replace(FAST, cell_timeout=2, notebook_timeout=60)
     began = time.monotonic()
-    result = _grade(tmp_path, "ignores-interrupt", limits=limits)
+    result = _grade(tmp_path, "ignores-interrupt", limits=limits, warm=warm)
     assert statuses(result)["batch-collection"] == "timeout"
     assert sum(1 for st in statuses(result).values() if st == "passed") == 8
     assert time.monotonic() - began < limits.notebook_timeout  # stopped by the grader, not by the test
@@ -193,3 +207,30 @@ def test_without_bwrap_the_result_says_which_layers_are_missing(monkeypatch, tmp
     result = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=1, public_only=True)).to_dict()
     assert result["sandbox"]["mode"] == "process"
     assert "network" in result["sandbox"]["missing"] and result["sandbox"]["missing_reason"]
+
+
+def test_zygote_kernels_start_fresh_and_see_only_their_own_dirs(make_notebook):
+    import nbformat
+
+    from grader import run, zygote
+
+    report = sandbox.plan(FAST)
+    first = nbformat.read(str(make_notebook(
+        "import builtins, numpy as np, sys\nbuiltins.leak = 1\nnp.leak = 1\nsys.modules['leaky'] = np\nsecret = 42")), 4)
+    second = nbformat.read(str(make_notebook(
+        "import builtins, numpy as np, os, sys\n"
+        "print(hasattr(builtins, 'leak'), hasattr(np, 'leak'), 'leaky' in sys.modules, 'secret' in globals())\n"
+        "print(os.getuid(), os.getpid(), sorted(os.listdir('/tmp')))\n"
+        "root = '/tmp/' + [d for d in os.listdir('/tmp') if d.startswith('grader-')][0]\n"
+        "print(sorted(os.listdir(root)), len(os.listdir(root + '/run')), len(os.listdir(root + '/scratch')))\n"
+        "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])")), 4)
+    outputs = []
+    for notebook in (first, second):
+        done = run.execute(notebook, [], FAST, lambda: zygote.kernel_manager(report, FAST))
+        outputs.append("".join(o.get("text", "") for c in done.notebook.cells for o in c.get("outputs", [])))
+    lines = outputs[1].splitlines()
+    assert lines[0] == "False False False False"             # nothing of the first notebook survives
+    uid, pid, tmp = lines[1].split(" ", 2)
+    assert (uid, pid) == ("65534", "2")
+    assert lines[2] == "['run', 'scratch'] 1 1"              # no zygote socket or code, no other kernel's dirs
+    assert lines[3] == "0000000000000000"                     # no effective capabilities

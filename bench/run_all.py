@@ -1,0 +1,13 @@
+"""Run every benchmark once, one after the other (`make bench`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+for script in ("grade_vs_plain.py", "sandbox_overhead.py", "dashboard_render.py", "batch_throughput.py",
+               "batch_memory.py"):
+    print(f"== {script}", flush=True)
+    subprocess.run([sys.executable, str(HERE / script)], check=False)

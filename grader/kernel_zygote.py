@@ -1,0 +1,206 @@
+"""The zygote: a warm template process that forks one isolated kernel per request.
+
+This file runs on its own (it imports nothing from the grader) as root inside
+one long-lived bubblewrap with the kernel environment. It imports the heavy
+libraries once, never runs student code and never reads grader data. For each
+request `{"connection_file", "rundir", "scratch", "limits"}` it forks a child
+that enters fresh mount, pid, net, ipc and uts namespaces, rebuilds /tmp,
+/dev/shm and /proc so that only its own run and scratch dirs are visible, and
+forks the kernel, which drops every capability, applies rlimits, becomes the
+unprivileged user and starts ipykernel in-process. The grader receives a pidfd
+of the child over the socket (SCM_RIGHTS) and can poll and kill it.
+"""
+
+import ctypes
+import gc
+import json
+import os
+import signal
+import socket
+import sys
+
+import numpy  # noqa: F401  (warm imports shared by every kernel)
+import jax  # noqa: F401
+import jax.numpy  # noqa: F401
+import ipykernel.ipkernel  # noqa: F401
+import ipykernel.zmqshell  # noqa: F401
+from ipykernel.kernelapp import IPKernelApp
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+NOBODY = 65534
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    _check(libc.mount(source.encode() if source else None, target.encode(),
+                      fstype.encode() if fstype else None, ctypes.c_ulong(flags),
+                      data.encode() if data else None), f"mount {target}")
+
+
+def _umount(target):
+    _check(libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
+
+
+def _loopback_up():
+    import fcntl
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s.fileno(), 0x8913, request))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sH14x", b"lo", flags | 1))     # SIOCSIFFLAGS, IFF_UP
+
+
+def _private_filesystem(rundir, scratch):
+    """Only this request's run and scratch dirs stay visible under a fresh /tmp."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+    holders = []
+    for index, path in enumerate((rundir, scratch)):
+        holder = f"/dev/shm/.hold{index}"
+        os.mkdir(holder)
+        _mount(path, holder, None, MS_BIND)
+        holders.append((holder, path))
+    _umount("/tmp")
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777")
+    for holder, path in holders:
+        parent = os.path.dirname(path)
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+        os.mkdir(path)
+        _mount(holder, path, None, MS_MOVE)
+        os.rmdir(holder)
+    _umount("/proc")
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for sub in ("/proc/sys", "/proc/irq", "/proc/bus"):
+        if os.path.isdir(sub):
+            _mount(sub, sub, None, MS_BIND | MS_REC)
+            _mount(None, sub, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+
+
+def _become_kernel(request):
+    import resource
+
+    last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last_cap + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    limits = request["limits"]
+    for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
+                        ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_NOFILE", limits["open_files"]),
+                        ("RLIMIT_CORE", 0), ("RLIMIT_CPU", limits["cpu_seconds"])):
+        resource.setrlimit(getattr(resource, name), (value, value))
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)  # from root to nobody: every capability set is cleared
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    environment = dict(request["env"])
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(request["scratch"])
+    numpy.random.seed()
+    sys.argv = ["ipykernel_launcher"]
+    app = IPKernelApp.instance()
+    app.initialize(["-f", request["connection_file"], "--HistoryManager.hist_file=:memory:"])
+    app.start()
+    os._exit(0)
+
+
+def _child(request):
+    """C1: enter new namespaces, fork the reaper (pid 1), wait for it, exit with it."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+    reaper = os.fork()
+    if reaper:
+        _, status = os.waitpid(reaper, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    # C2: pid 1 of the new pid namespace; dies with C1, and its exit ends the namespace
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:
+        _private_filesystem(request["rundir"], request["scratch"])
+        _loopback_up()
+        socket.sethostname("sandbox")
+    except OSError:
+        os._exit(70)
+    kernel = os.fork()
+    if kernel == 0:
+        try:
+            _become_kernel(request)
+        finally:
+            os._exit(71)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(0)
+        if pid == kernel:
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _reap(signum, frame):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def serve(path):
+    """Accept requests on a Unix socket; answer each with a pidfd of a fresh kernel child."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    os.chmod(path, 0o600)
+    server.listen(16)
+    signal.signal(signal.SIGCHLD, _reap)
+    gc.freeze()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        try:
+            conn, _ = server.accept()
+        except InterruptedError:
+            continue
+        with conn:
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            if not data:
+                continue
+            request = json.loads(data)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    server.close()
+                    conn.close()
+                    os.closerange(3, 65536)
+                    null = os.open("/dev/null", os.O_RDWR)
+                    for fd in (0, 1, 2):
+                        os.dup2(null, fd)
+                    _child(request)
+                finally:
+                    os._exit(72)
+            pidfd = os.pidfd_open(pid)
+            try:
+                socket.send_fds(conn, [b"ok"], [pidfd])
+            finally:
+                os.close(pidfd)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

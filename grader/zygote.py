@@ -1,0 +1,190 @@
+"""Warm single-use kernels: forked from a zygote that imported the heavy libraries.
+
+`kernel_zygote.py` runs as root inside one long-lived bubblewrap (network,
+pid, ipc and uts namespaces; the same read-only whitelist as a fresh kernel;
+only the run and scratch roots writable). For every kernel it forks a child
+that isolates itself as strongly as a fresh bubblewrap kernel (see that file)
+and becomes the kernel, so `import jax` is paid once per grading process
+instead of once per notebook. The grader holds a pidfd of the child: polling
+it tells liveness, signalling it ends the child's pid namespace and with it
+everything the notebook started. Every kernel still serves one submission.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.provisioning import LocalProvisioner
+
+from grader import sandbox
+from grader.errors import SandboxUnavailable
+from grader.limits import Limits
+
+SCRIPT = Path(__file__).with_name("kernel_zygote.py")
+START_TIMEOUT = 90.0
+
+
+class PidfdProcess:
+    """A Popen look-alike over a pidfd (the kernel is not the grader's child)."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+        self.returncode: int | None = None
+        self.pid = self._pid(fd)
+
+    @staticmethod
+    def _pid(fd: int) -> int:
+        try:
+            for line in Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines():
+                if line.startswith("Pid:"):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return -1
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self.fd is not None:
+            ready, _, _ = select.select([self.fd], [], [], 0)
+            if ready:
+                self.returncode = -1  # only the zygote could wait() for the real status
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("kernel", timeout or 0)
+            select.select([self.fd], [], [], 0.1)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        return self.returncode if self.returncode is not None else -1
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None and self.fd is not None:
+            try:
+                signal.pidfd_send_signal(self.fd, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class Zygote:
+    """One warm template process, started once per grading process."""
+
+    def __init__(self, limits: Limits) -> None:
+        root = sandbox.run_root()
+        for folder in (root, root / "run", root / "scratch"):
+            folder.mkdir(mode=0o755, exist_ok=True)
+            folder.chmod(0o755)
+        self.home = root / f"zygote-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.home.mkdir(mode=0o700)
+        (self.home / "code").mkdir(mode=0o700)
+        shutil.copy(SCRIPT, self.home / "code" / SCRIPT.name)
+        self.socket_path = self.home / "z.sock"
+        argv = sandbox.bwrap_zygote_argv(self.home, limits) + [
+            sys.executable, str(self.home / "code" / SCRIPT.name), str(self.socket_path)]
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+        ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
+        line = self.process.stdout.readline() if ready and self.process.stdout else b""
+        if line.strip() != b"ready":
+            self.stop()
+            raise SandboxUnavailable("the kernel zygote did not start")
+
+    def alive(self) -> bool:
+        """Whether the zygote still answers."""
+        return self.process.poll() is None
+
+    def spawn(self, request: dict[str, Any]) -> PidfdProcess:
+        """Fork one isolated kernel; returns a handle on it."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(30)
+            conn.connect(str(self.socket_path))
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            _, fds, _, _ = socket.recv_fds(conn, 16, 1)
+        if not fds:
+            raise SandboxUnavailable("the kernel zygote refused a request")
+        return PidfdProcess(fds[0])
+
+    def stop(self) -> None:
+        """End the zygote (its pid namespace takes every kernel with it)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        if self.process.stdout:
+            self.process.stdout.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+_ZYGOTE: Zygote | None = None
+
+
+def shared(limits: Limits) -> Zygote:
+    """This process's zygote, started on first use and restarted if it died."""
+    global _ZYGOTE
+    if _ZYGOTE is None or not _ZYGOTE.alive():
+        if _ZYGOTE is not None:
+            _ZYGOTE.stop()
+        _ZYGOTE = Zygote(limits)
+        atexit.register(_ZYGOTE.stop)
+    return _ZYGOTE
+
+
+class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
+    """Launches the kernel by asking the zygote instead of running a command."""
+
+    zygote: Zygote | None = None
+    request: dict[str, Any] = {}
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
+        assert self.zygote is not None
+        self.process = self.zygote.spawn(self.request)
+        self.pid = self.process.pid
+        self.pgid = None
+        self.cwd = kwargs.get("cwd")
+        return self.connection_info
+
+
+def request_for(km: Any, limits: Limits) -> dict[str, Any]:
+    """What the zygote needs to start one kernel (no secrets: the key stays in the connection file)."""
+    env = sandbox.kernel_env(km.scratch)
+    env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
+    return {"connection_file": km.connection_file, "rundir": str(km.rundir), "scratch": str(km.scratch),
+            "env": env, "limits": {k: v for k, v in asdict(limits).items()
+                                   if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")}}
+
+
+def kernel_manager(report: sandbox.SandboxReport, limits: Limits) -> Any:
+    """A single-use kernel manager whose kernel is forked by this process's zygote."""
+    km = sandbox.kernel_manager(report, limits)
+    template = shared(limits)
+
+    def provisioner(manager: Any) -> ZygoteProvisioner:
+        made = ZygoteProvisioner(kernel_id=manager.kernel_id, kernel_spec=manager.kernel_spec, parent=manager)
+        made.zygote = template
+        made.request = request_for(manager, limits)
+        return made
+
+    km.provisioner_factory = provisioner
+    return km
