@@ -123,12 +123,13 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
 
 def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> None:
     executed = data.pop(grading.NOTEBOOK_KEY, None)
+    report = data.pop(grading.REPORT_KEY, None)
     if executed:
         record.write_atomic(out / "notebooks" / f"{path.stem}.ipynb", executed)
     data.setdefault("digest", digest(path))
     data.setdefault("graded_at", data.get("environment", {}).get("graded_at"))
     record.write_json(data, out / "results" / f"{path.stem}.json")
-    record.write_atomic(out / "reports" / f"{path.stem}.html", render.report_html(data))
+    record.write_atomic(out / "reports" / f"{path.stem}.html", report or render.report_html(data))
     book.add(data, data["digest"])
 
 

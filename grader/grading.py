@@ -14,7 +14,7 @@ from typing import Any
 
 import nbformat
 
-from grader import judge, lessons, load, probe, run, sandbox, wire, zygote
+from grader import judge, lessons, load, probe, render, run, sandbox, wire, zygote
 from grader.errors import GraderError, LessonError, SubmissionRejected
 from grader.limits import Limits
 from grader.record import GradeResult
@@ -68,27 +68,36 @@ def environment(jobs_at_once: int) -> dict[str, Any]:
 
 def rejected(path: str | Path, reason: str, lesson: str | None = None, student: str | None = None) -> GradeResult:
     """The result recorded for a submission that cannot be graded."""
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return GradeResult(status="rejected", lesson=lesson, student=student or Path(path).stem, error=reason,
-                       extra={"submission": Path(path).name})
+                       extra={"submission": Path(path).name, "graded_at": now})
 
 
 NOTEBOOK_KEY = "_executed_notebook"
+REPORT_KEY = "_report_html"
 
 
 def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> dict[str, Any]:
-    """The per-submission task of a batch (local worker or cluster): a result dict, never an exception."""
+    """The per-submission task of a batch (local worker or cluster): a result dict, never an exception.
+
+    The worker also renders the HTML report and serialises the executed
+    notebook (under private keys the parent pops), so the parent only writes.
+    """
     import traceback
 
+    notebook = None
     try:
         result = grade(path, lesson_id, options, student)
         data = result.to_dict()
-        data[NOTEBOOK_KEY] = nbformat.writes(result.notebook) if result.notebook is not None else None
-        return data
+        notebook = nbformat.writes(result.notebook) if result.notebook is not None else None
     except GraderError as err:
-        return rejected(path, str(err), lesson_id, student).to_dict()
+        data = rejected(path, str(err), lesson_id, student).to_dict()
     except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
         traceback.print_exc()
-        return rejected(path, f"internal grader error: {type(err).__name__}: {err}", lesson_id, student).to_dict()
+        data = rejected(path, f"internal grader error: {type(err).__name__}: {err}", lesson_id, student).to_dict()
+    data[REPORT_KEY] = render.report_html(data)
+    data[NOTEBOOK_KEY] = notebook
+    return data
 
 
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
@@ -138,7 +147,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
           student: str | None = None) -> GradeResult:
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
-    lesson = lessons.get(_lesson_id(lesson_id, submission))
+    lesson = lessons.get(_lesson_id(lesson_id, submission, prefer_metadata=options.public_only))
     seed = options.seed if options.seed is not None else secrets.randbelow(2**62)
     plans = _plans(lesson, seed, options.public_only)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
@@ -196,7 +205,10 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     )
 
 
-def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:
+def _lesson_id(lesson_id: str | None, submission: load.Submission, prefer_metadata: bool) -> str:
+    """`grade` trusts --lesson; the self-check trusts what `release` wrote into the notebook."""
+    if prefer_metadata and submission.lesson_hint:
+        return submission.lesson_hint
     if lesson_id:
         return lesson_id
     if submission.lesson_hint:

@@ -163,7 +163,22 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
         self.pid = self.process.pid
         self.pgid = None
         self.cwd = kwargs.get("cwd")
+        await self._sockets_bound()
         return self.connection_info
+
+    async def _sockets_bound(self, timeout: float = 30.0) -> None:
+        """Return once the kernel has bound its ipc sockets, so the client's first connect succeeds
+        (otherwise zmq backs off and retries); a dead kernel or the timeout returns early too."""
+        import asyncio
+
+        info = self.connection_info
+        paths = [Path(f"{info['ip']}-{info[key]}") for key in
+                 ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port") if key in info]
+        deadline = time.monotonic() + timeout
+        while not all(path.exists() for path in paths) and time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                return
+            await asyncio.sleep(0.005)
 
 
 def request_for(km: Any, limits: Limits) -> dict[str, Any]:

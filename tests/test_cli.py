@@ -112,3 +112,15 @@ def test_check_feedback_names_expected_and_got(tmp_path):
     assert "PASS     queue-hand-check" in text
     assert "FAIL     batch-collection" in text
     assert "expected 14.0" in text and "got 16.0" in text
+
+
+@pytest.mark.kernel
+def test_grade_json_dash_prints_one_document_and_check_reads_the_lesson_from_metadata(tmp_path):
+    released = lessons.release("inference-scaling", tmp_path)
+    result = run("grade", str(released), "--lesson", "inference-scaling", "--json", "-", "--cell-timeout", "20")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)  # exactly one document: json.loads rejects trailing text
+    assert data["status"] == "graded" and data["lesson"] == "inference-scaling" and data["score"] == 0.0
+    assert [e["id"] for e in data["exercises"]] == ["batch-sweep", "crossover", "cache-product"]
+    checked = run("check", str(released), "--lesson", "inference-capacity", "--cell-timeout", "20")
+    assert checked.exit_code == 0 and "for lesson inference-scaling" in checked.stdout
