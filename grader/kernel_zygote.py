@@ -72,12 +72,16 @@ def _loopback_up():
         fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sH14x", b"lo", flags | 1))     # SIOCSIFFLAGS, IFF_UP
 
 
-def _private_filesystem(rundir, scratch):
-    """Only this request's run and scratch dirs stay visible under a fresh /tmp."""
+def _private_filesystem(rundir, scratch, keep_readonly=()):
+    """Only this request's run and scratch dirs stay visible under a fresh /tmp.
+
+    `keep_readonly` lists read-only paths that live under /tmp (a Python
+    environment checked out there): they are carried over, still read-only.
+    """
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     holders = []
-    for index, path in enumerate((rundir, scratch)):
+    for index, path in enumerate((rundir, scratch, *keep_readonly)):
         holder = f"/dev/shm/.hold{index}"
         os.mkdir(holder)
         _mount(path, holder, None, MS_BIND)
@@ -90,6 +94,8 @@ def _private_filesystem(rundir, scratch):
         os.mkdir(path)
         _mount(holder, path, None, MS_MOVE)
         os.rmdir(holder)
+        if path in keep_readonly:
+            _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _umount("/proc")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     for sub in ("/proc/sys", "/proc/irq", "/proc/bus"):
@@ -137,7 +143,7 @@ def _child(request):
     # C2: pid 1 of the new pid namespace; dies with C1, and its exit ends the namespace
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     try:
-        _private_filesystem(request["rundir"], request["scratch"])
+        _private_filesystem(request["rundir"], request["scratch"], tuple(request.get("keep_readonly", ())))
         _loopback_up()
         socket.sethostname("sandbox")
     except OSError:

@@ -185,7 +185,9 @@ def request_for(km: Any, limits: Limits) -> dict[str, Any]:
     """What the zygote needs to start one kernel (no secrets: the key stays in the connection file)."""
     env = sandbox.kernel_env(km.scratch)
     env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
+    prefixes = {str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}
     return {"connection_file": km.connection_file, "rundir": str(km.rundir), "scratch": str(km.scratch),
+            "keep_readonly": sorted(p for p in prefixes if p.startswith("/tmp/")),
             "env": env, "limits": {k: v for k, v in asdict(limits).items()
                                    if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")}}
 
