@@ -125,15 +125,27 @@ class Gradebook:
             yield json.loads(text)
 
     def latest(self, lesson: str | None = None) -> list[dict[str, Any]]:
-        """The latest result per (lesson, student)."""
+        """The latest result per (lesson, student), trimmed to what the CSV and dashboard read.
+
+        Trimming keeps the parent's memory flat as the class grows: a full
+        result carries every sample and answer, a summary about a kilobyte.
+        """
         latest: dict[tuple[str, str], dict[str, Any]] = {}
         for data in self.rows(lesson):
-            latest[(data.get("lesson") or "", data["student"])] = data
+            latest[(data.get("lesson") or "", data["student"])] = summary(data)
         return [latest[key] for key in sorted(latest)]
 
     def close(self) -> None:
         """Close the database."""
         self.db.close()
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a result that the CSV and the dashboard use."""
+    keep = {k: data.get(k) for k in ("schema", "status", "lesson", "student", "score", "max_score", "error", "graded_at")}
+    keep["exercises"] = [{"id": e["id"], "status": e["status"], "score": e["score"], "kind": e.get("kind"),
+                          "messages": list(e.get("messages", []))[:2]} for e in data.get("exercises", [])]
+    return keep
 
 
 def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path) -> None:
