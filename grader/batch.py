@@ -160,8 +160,9 @@ def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: i
         futures: dict[cf.Future[dict[str, Any]], Path] = {
             pool.submit(grading.grade_one, str(path), lesson_id, options): path for path in todo}
         try:
-            for future in cf.as_completed(futures):
-                yield futures[future], future.result()
+            for future in cf.as_completed(list(futures)):
+                path = futures.pop(future)  # a finished future holds its whole result: let it go
+                yield path, future.result()
         except BaseException:
             for future in futures:
                 future.cancel()
