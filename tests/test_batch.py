@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -12,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 from click.testing import CliRunner
 

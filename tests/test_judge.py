@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from grader import judge, lessons
-from grader.lessons import Case, Exercise
+from grader.lessons import Exercise
 from grader.probe import Probe
 from grader.run import CellRun
 
