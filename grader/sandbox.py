@@ -95,7 +95,7 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
 
 
 def sweep_stale(root: Path | None = None) -> None:
-    """Remove run and scratch dirs left by a grader that was killed."""
+    """Remove run and scratch dirs, and zygote homes, left by a grader that was killed."""
     root = root or run_root()
     now = time.time()
     for sub in ("run", "scratch"):
@@ -108,6 +108,10 @@ def sweep_stale(root: Path | None = None) -> None:
                     shutil.rmtree(entry, ignore_errors=True)
             except FileNotFoundError:
                 pass
+    for home in root.glob("zygote-*"):  # zygote homes are named zygote-<owner pid>-<random>
+        owner = home.name.split("-")[1]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            shutil.rmtree(home, ignore_errors=True)
 
 
 class _SandboxKernelManager(AsyncKernelManager):

@@ -90,13 +90,18 @@ class PidfdProcess:
 
 
 class Zygote:
-    """One warm template process, started once per grading process."""
+    """One warm template process, shared by every grading process forked after it started.
 
-    def __init__(self, limits: Limits) -> None:
+    The process that started it owns it (only the owner stops it); a process
+    forked later inherits the handle and watches the zygote through a pidfd.
+    """
+
+    def __init__(self, limits: Limits, wait: bool = True) -> None:
         root = sandbox.run_root()
         for folder in (root, root / "run", root / "scratch"):
             folder.mkdir(mode=0o755, exist_ok=True)
             folder.chmod(0o755)
+        self.owner = os.getpid()
         self.home = root / f"zygote-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.home.mkdir(mode=0o700)
         (self.home / "code").mkdir(mode=0o700)
@@ -106,15 +111,28 @@ class Zygote:
             sys.executable, str(self.home / "code" / SCRIPT.name), str(self.socket_path)]
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
-        ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
-        line = self.process.stdout.readline() if ready and self.process.stdout else b""
-        if line.strip() != b"ready":
-            self.stop()
-            raise SandboxUnavailable("the kernel zygote did not start")
+        self.pidfd = os.pidfd_open(self.process.pid)
+        self.ready = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> "Zygote":
+        """Block until the zygote has imported everything and listens (it starts in the background)."""
+        if not self.ready:
+            ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
+            line = self.process.stdout.readline() if ready and self.process.stdout else b""
+            if line.strip() != b"ready":
+                self.stop()
+                raise SandboxUnavailable("the kernel zygote did not start")
+            self.ready = True
+        return self
 
     def alive(self) -> bool:
-        """Whether the zygote still answers."""
-        return self.process.poll() is None
+        """Whether the zygote is still running (works in forked processes too)."""
+        if self.pidfd < 0:
+            return False
+        exited, _, _ = select.select([self.pidfd], [], [], 0)
+        return not exited
 
     def spawn(self, request: dict[str, Any]) -> PidfdProcess:
         """Fork one isolated kernel; returns a handle on it."""
@@ -128,12 +146,17 @@ class Zygote:
         return PidfdProcess(fds[0])
 
     def stop(self) -> None:
-        """End the zygote (its pid namespace takes every kernel with it)."""
+        """End the zygote (its pid namespace takes every kernel with it); a no-op outside its owner."""
+        if os.getpid() != self.owner:
+            return
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
         if self.process.stdout:
             self.process.stdout.close()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
         shutil.rmtree(self.home, ignore_errors=True)
 
 
@@ -141,12 +164,26 @@ _ZYGOTE: Zygote | None = None
 
 
 def shared(limits: Limits) -> Zygote:
-    """This process's zygote, started on first use and restarted if it died."""
+    """This process's zygote (inherited from the process that forked it, if any), started on
+    first use and restarted if it died."""
     global _ZYGOTE
     if _ZYGOTE is None or not _ZYGOTE.alive():
         if _ZYGOTE is not None:
             _ZYGOTE.stop()
         _ZYGOTE = Zygote(limits)
+        atexit.register(_ZYGOTE.stop)
+    return _ZYGOTE.wait_ready()
+
+
+def start_shared(limits: Limits) -> Zygote:
+    """Start this process's zygote in the background, for processes forked later to share.
+
+    Call `shared` (or `Zygote.wait_ready`) before forking them: a handle that
+    has not read the zygote's "ready" line cannot be shared.
+    """
+    global _ZYGOTE
+    if _ZYGOTE is None or not _ZYGOTE.alive():
+        _ZYGOTE = Zygote(limits, wait=False)
         atexit.register(_ZYGOTE.stop)
     return _ZYGOTE
 

@@ -234,3 +234,43 @@ def test_zygote_kernels_start_fresh_and_see_only_their_own_dirs(make_notebook):
     assert (uid, pid) == ("65534", "2")
     assert lines[2] == "['run', 'scratch'] 1 1"              # no zygote socket or code, no other kernel's dirs
     assert lines[3] == "0000000000000000"                     # no effective capabilities
+
+
+def _worker_kernel(queue) -> None:
+    """Runs in a forked worker: grade a tiny notebook with whatever zygote this process has."""
+    import nbformat
+
+    from grader import run, zygote
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    done = run.execute(notebook, [], FAST, lambda: zygote.kernel_manager(sandbox.plan(FAST), FAST))
+    queue.put((str(zygote.shared(FAST).home), "".join(o.get("text", "") for o in done.notebook.cells[0].outputs)))
+
+
+def test_a_zygote_started_before_forking_serves_every_worker_and_outlives_them():
+    import multiprocessing
+
+    from grader import zygote
+
+    template = zygote.shared(FAST)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    workers = [context.Process(target=_worker_kernel, args=(queue,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    answers = [queue.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=30)
+    assert answers == [(str(template.home), "42\n")] * 2  # both used the parent's zygote, and it worked
+    assert template.alive() and template.home.is_dir()     # a worker's exit does not stop it
+    assert len(list(sandbox.run_root().glob(f"zygote-{os.getpid()}-*"))) == 1
+
+
+def test_homes_of_dead_zygotes_are_swept_and_live_ones_kept(tmp_path):
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"zygote-{finished.stdout.strip()}-abc123"
+    live = tmp_path / f"zygote-{os.getpid()}-def456"
+    for home in (dead, live):
+        (home / "code").mkdir(parents=True)
+    sandbox.sweep_stale(tmp_path)
+    assert not dead.exists() and live.is_dir()
