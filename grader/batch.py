@@ -109,6 +109,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     jobs = max(1, jobs or default_jobs())
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None)
     counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0}
+    if todo and scheduler is None:
+        grading.prepare(lesson.id, options)
     bar = _Progress(len(todo)) if progress else None
     try:
         for path, data in _results(todo, lesson.id, options, jobs, scheduler):

@@ -42,6 +42,13 @@ def _series(value: Any) -> np.ndarray | None:
     return array if array.size and np.all(np.isfinite(array)) else None
 
 
+def warm() -> None:
+    """Import the plotting code and its SVG backend now (a batch parent does this once, before forking)."""
+    from matplotlib.figure import Figure
+
+    Figure(figsize=(1, 1)).savefig(io.StringIO(), format="svg")
+
+
 def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
     """The figure as an SVG string, or "" when this run produced no data for it."""
     if not spec:

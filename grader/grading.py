@@ -73,6 +73,31 @@ def rejected(path: str | Path, reason: str, lesson: str | None = None, student: 
                        extra={"submission": Path(path).name, "graded_at": now})
 
 
+def prepare(lesson_id: str, options: Options) -> None:
+    """Do once what every grade of a batch would otherwise repeat in each worker.
+
+    Starts the shared zygote in the background, and meanwhile loads the
+    reference and the checks and imports the report code; worker processes
+    forked afterwards inherit all of it. Nothing here is required: a worker
+    does whatever is missing itself.
+    """
+    try:
+        mode = sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode
+    except GraderError:
+        mode = "none"
+    starting = zygote.start_shared(options.limits) if options.zygote and mode == "bwrap" else None
+    lessons.get(lesson_id)
+    if not options.public_only:
+        lessons.reference(lesson_id)
+    lessons.properties(lesson_id)
+    render.warm()
+    if starting is not None:
+        try:
+            starting.wait_ready()
+        except GraderError:
+            pass
+
+
 NOTEBOOK_KEY = "_executed_notebook"
 REPORT_KEY = "_report_html"
 

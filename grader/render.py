@@ -172,6 +172,12 @@ def report_context(result: dict[str, Any]) -> dict[str, Any]:
             "simulated_values": simulated_values, "figure": figure.svg(result, spec) if spec else ""}
 
 
+def warm() -> None:
+    """Compile the report template and load the plotting code, once, before workers fork."""
+    environment().get_template("report.html.j2")
+    figure.warm()
+
+
 def report_html(result: dict[str, Any]) -> str:
     """The evidence report of one result, as a self-contained HTML page."""
     return environment().get_template("report.html.j2").render(r=result, v=report_context(result))
