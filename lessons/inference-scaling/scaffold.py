@@ -137,18 +137,19 @@ N = len(REQUESTS) * len(SERVING)
 
 
 def process_group(requests, period):
-    """Predict for a group of subscriber ids in one call; return (predictions, rows read)."""
-    k = PERIODS.index(period)
+    """Predict for a group of subscriber ids in one call; return (predictions, rows read).
+
+    Only the history before `period` counts; periods are "YYYY-MM" strings, so
+    comparing them as strings compares them in time."""
     subscribers = sorted(set(requests))
     regions = sorted(set(SUBSCRIBERS[s]["region"] for s in subscribers))
     rows_read = (sum(len(HISTORY_BY_SUBSCRIBER[s]) for s in subscribers)
                  + sum(len(HISTORY_BY_REGION[g]) for g in regions))
-    region_mean = {g: history_mean([r["m3"] for r in HISTORY_BY_REGION[g] if PERIODS.index(r["period"]) < k])
+    region_mean = {g: history_mean([r["m3"] for r in HISTORY_BY_REGION[g] if r["period"] < period])
                    for g in regions}
     predictions = {}
     for s in subscribers:
-        f = {"subscriber_mean": history_mean([r["m3"] for r in HISTORY_BY_SUBSCRIBER[s]
-                                              if PERIODS.index(r["period"]) < k]),
+        f = {"subscriber_mean": history_mean([r["m3"] for r in HISTORY_BY_SUBSCRIBER[s] if r["period"] < period]),
              "region_mean": region_mean[SUBSCRIBERS[s]["region"]],
              "commercial": 1 if SUBSCRIBERS[s]["type"] == "commercial" else 0}
         predictions[(s, period)] = 1 if score(f, W) > THRESHOLD else 0
