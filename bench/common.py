@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 import sys
 import time
@@ -45,11 +47,27 @@ def mixed_set(folder: Path, per_lesson: int) -> dict[str, list[Path]]:
 
 
 def plain_run(path: Path, timeout: int = 60) -> float:
-    """Run a notebook with stock nbclient in a fresh default kernel; seconds."""
+    """Run a notebook with stock nbclient in a fresh default kernel; seconds. Kernel chatter is muted."""
     began = time.perf_counter()
     nb = nbformat.read(str(path), as_version=4)
-    NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3").execute()
+    with quiet_stderr():
+        NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3").execute()
     return time.perf_counter() - began
+
+
+@contextlib.contextmanager
+def quiet_stderr():
+    """Send file descriptor 2 to /dev/null for the duration (stock kernels warn on every start)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def timed(fn: Callable[[], Any]) -> float:
