@@ -13,6 +13,7 @@ import concurrent.futures as cf
 import ctypes
 import hashlib
 import os
+import resource
 import signal
 import sys
 import time
@@ -126,8 +127,6 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv")
         record.write_atomic(out / "index.html", render.dashboard_html(latest, lesson))
         book.close()
-    import resource
-
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return Summary(total=len(found), skipped=len(found) - len(todo), counts=counts, seconds=time.monotonic() - began,
                    peak_mb=peak)

@@ -21,3 +21,7 @@ class LessonError(GraderError):
 
 class SandboxUnavailable(GraderError):
     """Isolation was required (`--require-sandbox`) but a layer is missing."""
+
+
+class GradebookError(GraderError):
+    """The gradebook file exists but cannot be read or written as one."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .errors import GradebookError
+
 SCHEMA = 1
 
 
@@ -95,13 +97,17 @@ class Gradebook:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS grades (lesson TEXT NOT NULL, student TEXT NOT NULL, digest TEXT NOT NULL,"
-            " status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT, result_json TEXT NOT NULL,"
-            " PRIMARY KEY (lesson, student, digest))"
-        )
-        self.db.commit()
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS grades (lesson TEXT NOT NULL, student TEXT NOT NULL, digest TEXT NOT NULL,"
+                " status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT, result_json TEXT NOT NULL,"
+                " PRIMARY KEY (lesson, student, digest))"
+            )
+            self.db.commit()
+        except sqlite3.DatabaseError as err:  # another file under the gradebook's name: leave it as it is
+            self.db.close()
+            raise GradebookError(f"{self.path} is not a gradebook this tool can use ({err})") from None
 
     def has(self, lesson: str, student: str, digest: str) -> bool:
         """Whether this exact submission is already recorded."""

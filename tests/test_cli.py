@@ -123,3 +123,17 @@ def test_grade_json_dash_prints_one_document_and_check_reads_the_lesson_from_met
     assert [e["id"] for e in data["exercises"]] == ["batch-sweep", "crossover", "cache-product"]
     checked = run("check", str(released), "--lesson", "inference-capacity", "--cell-timeout", "20")
     assert checked.exit_code == 0 and "for lesson inference-scaling" in checked.stdout
+
+
+def test_batch_into_a_folder_whose_gradebook_is_another_file_stops_and_leaves_it_alone(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ada.py").write_text("x = 1\n")
+    book = tmp_path / "out" / "gradebook.sqlite"
+    book.parent.mkdir()
+    book.write_bytes(b"minutes of the staff meeting\n" * 200)
+    result = run("batch", str(tmp_path / "in"), "--lesson", LESSON, "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is not a gradebook" in lines[0] and "Traceback" not in result.output
+    assert book.read_bytes() == b"minutes of the staff meeting\n" * 200
+    assert not (tmp_path / "out" / "results" / "ada.json").exists()
