@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import patched_solution, write
-from grader import batch, cli, grading, lessons
+from grader import batch, cli, grading, lessons, sandbox
 from conftest import FAST
 
 pytestmark = pytest.mark.kernel
@@ -24,8 +24,24 @@ SUBS = Path(__file__).parent / "submissions" / LESSON
 LIMIT_FLAGS = ["--cell-timeout", "4", "--notebook-timeout", "90"]
 
 
-def _class(folder: Path) -> Path:
+SANDBOXED = sandbox.plan(FAST).mode == "bwrap"
+# Tries to wreck everything the batch has recorded and every submission beside it.
+VANDAL = """import os, shutil
+for top in {targets!r}:
+    for root, dirs, files in os.walk(top):
+        for name in files:
+            try:
+                open(os.path.join(root, name), "w").write("owned")
+            except OSError:
+                pass
+    shutil.rmtree(top, ignore_errors=True)
+"""
+
+
+def _class(folder: Path, out: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
+    if out is not None:
+        (folder / "hal.py").write_text(VANDAL.format(targets=[str(out), str(folder)]))
     write(lessons.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, SUBS / "deadline-counts-equal-as-missed.py"), folder / "ben.ipynb")
     write(lessons.scaffold(lessons.get(LESSON)), folder / "cleo.ipynb")
@@ -45,12 +61,13 @@ def _rows(db: Path) -> list[tuple[str, str]]:
 
 
 def test_a_mixed_class_is_recorded_completely(tmp_path):
-    folder = _class(tmp_path / "in")
     out = tmp_path / "out"
+    folder = _class(tmp_path / "in", out if SANDBOXED else None)  # the vandal only where a sandbox stops it
+    originals = {p.name: p.read_bytes() for p in folder.iterdir()}
     result = CliRunner().invoke(cli.main, ["batch", str(folder), "--lesson", LESSON, "--out", str(out), "--jobs", "2",
                                            *LIMIT_FLAGS])
     assert result.exit_code == 0, result.output
-    students = ["ada", "ben", "cleo", "dev", "eli", "fay", "gus"]
+    students = ["ada", "ben", "cleo", "dev", "eli", "fay", "gus"] + (["hal"] if SANDBOXED else [])
     assert [r[0] for r in _rows(out / "gradebook.sqlite")] == students
     assert sorted(p.stem for p in (out / "results").glob("*.json")) == students
     assert sorted(p.stem for p in (out / "reports").glob("*.html")) == students
@@ -63,10 +80,12 @@ def test_a_mixed_class_is_recorded_completely(tmp_path):
     lines = (out / "grades.csv").read_text().splitlines()
     assert len(lines) == 1 + len(students) and lines[0].startswith("student,lesson,status,score,max_score,measure,")
     assert (out / "index.html").is_file()
-    assert "7 submissions: 5 graded, 2 rejected, 0 already recorded" in result.output
+    n = len(students)
+    assert f"{n} submissions: {n - 2} graded, 2 rejected, 0 already recorded" in result.output
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == originals
 
     again = CliRunner().invoke(cli.main, ["batch", str(folder), "--lesson", LESSON, "--out", str(out), *LIMIT_FLAGS])
-    assert "0 graded, 0 rejected, 7 already recorded" in again.output
+    assert f"0 graded, 0 rejected, {n} already recorded" in again.output
 
 
 def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path):
