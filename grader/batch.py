@@ -102,19 +102,26 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     (out / "results").mkdir(parents=True, exist_ok=True)
     (out / "reports").mkdir(parents=True, exist_ok=True)
     book = record.Gradebook(out / "gradebook.sqlite")
-    todo = []
-    found = submissions(folder)
-    for path in found:
-        if not book.has(lesson.id, path.stem, digest(path)):
-            todo.append(path)
+    todo, clashes, skipped = [], [], 0
+    by_student: dict[str, list[Path]] = {}
+    for path in submissions(folder):
+        by_student.setdefault(path.stem, []).append(path)
+    for student, paths in by_student.items():
+        key = digest(paths[0]) if len(paths) == 1 else _joint_digest(paths)
+        if book.has(lesson.id, student, key):
+            skipped += 1
+        elif len(paths) == 1:
+            todo.append(paths[0])
+        else:
+            clashes.append(paths)
     jobs = max(1, jobs or default_jobs())
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None)
     counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0}
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
-    bar = _Progress(len(todo)) if progress else None
+    bar = _Progress(len(todo) + len(clashes)) if progress else None
     try:
-        for path, data in _results(todo, lesson.id, options, jobs, scheduler):
+        for path, data in _chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
             _store(out, book, path, data)
             counts["graded" if data["status"] == "graded" else "rejected"] += 1
             statuses = {e["status"] for e in data.get("exercises", [])}
@@ -128,8 +135,29 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         record.write_atomic(out / "index.html", render.dashboard_html(latest, lesson))
         book.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return Summary(total=len(found), skipped=len(found) - len(todo), counts=counts, seconds=time.monotonic() - began,
+    return Summary(total=len(by_student), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
                    peak_mb=peak)
+
+
+def _joint_digest(paths: list[Path]) -> str:
+    """One digest for several files that claim the same student id."""
+    return hashlib.sha256("".join(digest(p) for p in sorted(paths)).encode()).hexdigest()
+
+
+def _clash_results(clashes: list[list[Path]], lesson_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """A student with more than one file is rejected without guessing which one counts."""
+    for paths in clashes:
+        names = ", ".join(p.name for p in paths)
+        reason = f"{len(paths)} files for student {paths[0].stem!r} ({names}): keep one and rerun the batch"
+        data = grading.rejected(paths[0], reason, lesson=lesson_id).to_dict()
+        data["submission"] = names
+        data["digest"] = _joint_digest(paths)
+        yield paths[0], data
+
+
+def _chain(*parts: Iterator[tuple[Path, dict[str, Any]]]) -> Iterator[tuple[Path, dict[str, Any]]]:
+    for part in parts:
+        yield from part
 
 
 def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> None:

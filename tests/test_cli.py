@@ -137,3 +137,24 @@ def test_batch_into_a_folder_whose_gradebook_is_another_file_stops_and_leaves_it
     assert len(lines) == 1 and "is not a gradebook" in lines[0] and "Traceback" not in result.output
     assert book.read_bytes() == b"minutes of the staff meeting\n" * 200
     assert not (tmp_path / "out" / "results" / "ada.json").exists()
+
+
+def test_two_files_for_one_student_are_rejected_together_until_one_is_removed(tmp_path):
+    folder, out = tmp_path / "in", tmp_path / "out"
+    folder.mkdir()
+    (folder / "ada.ipynb").write_text("{ not a notebook")
+    (folder / "ada.py").write_text("x = 1\n")
+    first = run("batch", str(folder), "--lesson", LESSON, "--out", str(out))
+    assert first.exit_code == 0, first.output
+    assert "1 submissions: 0 graded, 1 rejected, 0 already recorded" in first.output
+    data = json.loads((out / "results" / "ada.json").read_text())
+    assert data["status"] == "rejected" and "ada.ipynb, ada.py" in data["error"]
+    again = run("batch", str(folder), "--lesson", LESSON, "--out", str(out))
+    assert "0 graded, 0 rejected, 1 already recorded" in again.output
+
+    (folder / "ada.py").unlink()  # the instructor keeps the notebook: it is graded (here: rejected) on its own
+    third = run("batch", str(folder), "--lesson", LESSON, "--out", str(out))
+    assert "1 submissions: 0 graded, 1 rejected, 0 already recorded" in third.output
+    data = json.loads((out / "results" / "ada.json").read_text())
+    assert data["submission"] == "ada.ipynb" and "ada.py" not in data["error"]
+    assert len((out / "grades.csv").read_text().splitlines()) == 2
