@@ -158,3 +158,11 @@ def test_two_files_for_one_student_are_rejected_together_until_one_is_removed(tm
     data = json.loads((out / "results" / "ada.json").read_text())
     assert data["submission"] == "ada.ipynb" and "ada.py" not in data["error"]
     assert len((out / "grades.csv").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3", "many"])
+def test_batch_refuses_a_job_count_below_one_before_touching_anything(tmp_path, jobs):
+    (tmp_path / "in").mkdir()
+    result = run("batch", str(tmp_path / "in"), "--lesson", LESSON, "--out", str(tmp_path / "out"), "--jobs", jobs)
+    assert result.exit_code == 2 and "--jobs" in result.output
+    assert not (tmp_path / "out").exists()
