@@ -17,7 +17,7 @@ import nbformat
 from grader import judge, lessons, load, probe, render, run, sandbox, wire, zygote
 from grader.errors import GraderError, LessonError, SubmissionRejected
 from grader.limits import Limits
-from grader.record import GradeResult
+from grader.record import INTERNAL_ERROR, GradeResult
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
         data = rejected(path, str(err), lesson_id, student).to_dict()
     except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
         traceback.print_exc()
-        data = rejected(path, f"internal grader error: {type(err).__name__}: {err}", lesson_id, student).to_dict()
+        data = rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student).to_dict()
     data[REPORT_KEY] = render.report_html(data)
     data[NOTEBOOK_KEY] = notebook
     return data

@@ -19,6 +19,12 @@ from typing import Any, Iterator
 from .errors import GradebookError
 
 SCHEMA = 1
+INTERNAL_ERROR = "internal grader error"
+"""How a `rejected` result that is the grader's fault (not the student's) begins its reason.
+
+The gradebook keeps such a row so the class list stays complete, but a rerun
+grades that submission again and replaces the row: it was never a grade.
+"""
 
 
 @dataclass(frozen=True)
@@ -110,17 +116,22 @@ class Gradebook:
             raise GradebookError(f"{self.path} is not a gradebook this tool can use ({err})") from None
 
     def has(self, lesson: str, student: str, digest: str) -> bool:
-        """Whether this exact submission is already recorded."""
-        row = self.db.execute("SELECT 1 FROM grades WHERE lesson=? AND student=? AND digest=?",
+        """Whether this exact submission is already recorded (a grader failure does not count)."""
+        row = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?",
                               (lesson, student, digest)).fetchone()
-        return row is not None
+        return row is not None and not _retryable(row[0], row[1])
 
     def add(self, data: dict[str, Any], digest: str) -> bool:
-        """Record a result once; an existing row is never replaced. True if added."""
-        cursor = self.db.execute(
-            "INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (data.get("lesson") or "", data["student"], digest, data["status"], data.get("score"),
-             data.get("max_score"), data.get("graded_at"), dumps(data)))
+        """Record a result once; only a grader failure is ever replaced. True if added."""
+        key = (data.get("lesson") or "", data["student"], digest)
+        values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"), dumps(data))
+        cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?)", key + values)
+        if cursor.rowcount != 1:
+            old = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?",
+                                  key).fetchone()
+            if _retryable(*old):
+                cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=?"
+                                         " WHERE lesson=? AND student=? AND digest=?", values + key)
         self.db.commit()
         return cursor.rowcount == 1
 
@@ -144,6 +155,10 @@ class Gradebook:
     def close(self) -> None:
         """Close the database."""
         self.db.close()
+
+
+def _retryable(status: str, text: str) -> bool:
+    return status == "rejected" and (json.loads(text).get("error") or "").startswith(INTERNAL_ERROR)
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:

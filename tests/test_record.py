@@ -1,4 +1,4 @@
-"""record: atomic JSON, a gradebook that never replaces a row, the CSV."""
+"""record: atomic JSON, a gradebook that never replaces a grade, the CSV."""
 
 from __future__ import annotations
 
@@ -29,6 +29,26 @@ def test_gradebook_keeps_one_row_per_digest_and_the_latest_per_student(tmp_path)
     assert book.has("l", "amy", "d1") and not book.has("l", "amy", "d3")
     assert [r["score"] for r in book.latest()] == [2.0]
     assert len(list(book.rows())) == 2
+    book.close()
+
+
+def _refused(student, reason):
+    return {"schema": 1, "status": "rejected", "lesson": "l", "student": student, "error": reason,
+            "graded_at": "2026-01-01T00:00:00"}
+
+
+def test_a_grader_failure_is_kept_until_a_rerun_replaces_it_but_a_rejection_of_the_file_is_final(tmp_path):
+    book = record.Gradebook(tmp_path / "g.sqlite")
+    assert book.add(_refused("amy", "internal grader error: AssertionError: "), "d1")
+    assert book.add(_refused("bob", "not a notebook: line 1"), "d2")
+    assert not book.has("l", "amy", "d1")  # a rerun grades amy again...
+    assert book.has("l", "bob", "d2")  # ...but bob's file stays rejected until it changes
+    assert book.add(_result("amy", 2.0, "2026-01-01T00:00:05"), "d1")
+    assert book.has("l", "amy", "d1")
+    assert not book.add(_result("amy", 0.0, "2026-01-01T00:00:09"), "d1")  # now a grade: never replaced
+    assert not book.add(_result("bob", 2.0, "2026-01-01T00:00:09"), "d2")
+    assert sorted((r["student"], r["status"], r.get("score")) for r in book.rows()) == [
+        ("amy", "graded", 2.0), ("bob", "rejected", None)]
     book.close()
 
 
