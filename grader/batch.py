@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import ctypes
 import hashlib
+import multiprocessing
 import os
 import resource
 import signal
@@ -116,7 +117,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             clashes.append(paths)
     jobs = max(1, jobs or default_jobs())
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None)
-    counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0}
+    counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0, "failures": 0}
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
@@ -127,6 +128,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             statuses = {e["status"] for e in data.get("exercises", [])}
             counts["errors"] += "error" in statuses
             counts["timeouts"] += "timeout" in statuses
+            counts["failures"] += (data.get("error") or "").startswith(record.INTERNAL_ERROR)
             if bar:
                 bar.step(path.stem, data)
     finally:
@@ -192,9 +194,12 @@ def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: i
             for future in cf.as_completed(list(futures)):
                 path = futures.pop(future)  # a finished future holds its whole result: let it go
                 yield path, future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
+        except BaseException:  # Ctrl-C, or the consumer gave up: nothing still running will be recorded
+            # Kill the workers rather than wait for grades nobody stores (workers never write records).
+            # The pool then fails every pending future itself; cancelling them first would race with
+            # that and crash the pool's manager thread.
+            for worker in multiprocessing.active_children():
+                worker.kill()
             raise
 
 
@@ -203,5 +208,6 @@ def report_line(summary: Summary) -> str:
     c = summary.counts
     return (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
             f"{summary.skipped} already recorded; {c.get('errors', 0)} with errors, {c.get('timeouts', 0)} with timeouts; "
-            f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB")
+            f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB"
+            + (f"; {c['failures']} failed inside the grader (rerun to retry them)" if c.get("failures") else ""))
 

@@ -23,6 +23,7 @@ from grader.limits import Limits
 EXIT_OK = 0
 EXIT_UNSOUND = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # as a shell reports a process ended by Ctrl-C
 
 _FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
 
@@ -163,6 +164,10 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
     except GraderError as err:
         click.echo(f"grader: {err}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        click.echo(f"\ngrader: interrupted; every result recorded in {out_dir} is kept: run the same command "
+                   "again to grade the rest", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     click.echo(batching.report_line(summary))
 
 

@@ -88,7 +88,8 @@ def test_a_mixed_class_is_recorded_completely(tmp_path):
     assert f"0 graded, 0 rejected, {n} already recorded" in again.output
 
 
-def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "Ctrl-C"])
+def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, signum):
     folder = tmp_path / "in"
     folder.mkdir()
     solution = lessons.solution_notebook(lessons.get(LESSON))
@@ -98,7 +99,8 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "grader", "batch", str(folder), "--lesson", LESSON, "--out", str(out),
                "--jobs", "2", *LIMIT_FLAGS]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     db = out / "gradebook.sqlite"
     deadline = time.monotonic() + 240
     try:
@@ -106,9 +108,12 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path):
             if db.exists() and len(_rows(db)) >= 2:
                 break
             time.sleep(0.2)
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signum)  # the whole group, as a terminal's Ctrl-C does
     finally:
-        proc.wait(timeout=30)
+        _, stderr = proc.communicate(timeout=60)
+    if signum == signal.SIGINT:  # stopped cleanly, saying how to resume
+        assert proc.returncode == 130
+        assert "interrupted" in stderr and "Traceback" not in stderr, stderr
     finished = {student for student, _ in _rows(db)}
     assert 2 <= len(finished) < 8, "the kill should land part-way"
     before = {s: (out / "results" / f"{s}.json").read_bytes() for s in finished}
