@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import ctypes
 import hashlib
+import itertools
 import multiprocessing
 import os
 import resource
@@ -122,7 +123,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
     try:
-        for path, data in _chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
+        for path, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
             _store(out, book, path, data)
             counts["graded" if data["status"] == "graded" else "rejected"] += 1
             statuses = {e["status"] for e in data.get("exercises", [])}
@@ -157,11 +158,6 @@ def _clash_results(clashes: list[list[Path]], lesson_id: str) -> Iterator[tuple[
         yield paths[0], data
 
 
-def _chain(*parts: Iterator[tuple[Path, dict[str, Any]]]) -> Iterator[tuple[Path, dict[str, Any]]]:
-    for part in parts:
-        yield from part
-
-
 def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> None:
     executed = data.pop(grading.NOTEBOOK_KEY, None)
     report = data.pop(grading.REPORT_KEY, None)
@@ -187,6 +183,7 @@ def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: i
         for path in todo:
             yield path, grading.grade_one(str(path), lesson_id, options)
         return
+    others = set(multiprocessing.active_children())  # a caller's own processes, never ours to kill
     with cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
         futures: dict[cf.Future[dict[str, Any]], Path] = {
             pool.submit(grading.grade_one, str(path), lesson_id, options): path for path in todo}
@@ -198,7 +195,7 @@ def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: i
             # Kill the workers rather than wait for grades nobody stores (workers never write records).
             # The pool then fails every pending future itself; cancelling them first would race with
             # that and crash the pool's manager thread.
-            for worker in multiprocessing.active_children():
+            for worker in set(multiprocessing.active_children()) - others:
                 worker.kill()
             raise
 

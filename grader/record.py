@@ -117,23 +117,24 @@ class Gradebook:
 
     def has(self, lesson: str, student: str, digest: str) -> bool:
         """Whether this exact submission is already recorded (a grader failure does not count)."""
-        row = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?",
-                              (lesson, student, digest)).fetchone()
-        return row is not None and not _retryable(row[0], row[1])
+        row = self._stored((lesson, student, digest))
+        return row is not None and not _retryable(*row)
 
     def add(self, data: dict[str, Any], digest: str) -> bool:
         """Record a result once; only a grader failure is ever replaced. True if added."""
         key = (data.get("lesson") or "", data["student"], digest)
         values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"), dumps(data))
         cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?)", key + values)
-        if cursor.rowcount != 1:
-            old = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?",
-                                  key).fetchone()
-            if _retryable(*old):
-                cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=?"
-                                         " WHERE lesson=? AND student=? AND digest=?", values + key)
+        if cursor.rowcount != 1 and _retryable(*self._stored(key)):
+            cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=?"
+                                     " WHERE lesson=? AND student=? AND digest=?", values + key)
         self.db.commit()
         return cursor.rowcount == 1
+
+    def _stored(self, key: tuple[str, str, str]) -> tuple[str, str] | None:
+        """(status, result JSON) of the row for (lesson, student, digest), if any."""
+        return self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?",
+                               key).fetchone()
 
     def rows(self, lesson: str | None = None) -> Iterator[dict[str, Any]]:
         """Every stored result, oldest first."""

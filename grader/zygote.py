@@ -166,13 +166,7 @@ _ZYGOTE: Zygote | None = None
 def shared(limits: Limits) -> Zygote:
     """This process's zygote (inherited from the process that forked it, if any), started on
     first use and restarted if it died."""
-    global _ZYGOTE
-    if _ZYGOTE is None or not _ZYGOTE.alive():
-        if _ZYGOTE is not None:
-            _ZYGOTE.stop()
-        _ZYGOTE = Zygote(limits)
-        atexit.register(_ZYGOTE.stop)
-    return _ZYGOTE.wait_ready()
+    return start_shared(limits).wait_ready()
 
 
 def start_shared(limits: Limits) -> Zygote:
@@ -183,6 +177,8 @@ def start_shared(limits: Limits) -> Zygote:
     """
     global _ZYGOTE
     if _ZYGOTE is None or not _ZYGOTE.alive():
+        if _ZYGOTE is not None:
+            _ZYGOTE.stop()
         _ZYGOTE = Zygote(limits, wait=False)
         atexit.register(_ZYGOTE.stop)
     return _ZYGOTE
