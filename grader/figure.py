@@ -29,7 +29,7 @@ def _reports(value: Any) -> list[dict[str, Any]]:
                 rows.append({"batch": float(np.asarray(item["batch"], dtype=float)),
                              "p50": float(np.asarray(item["p50_ms"], dtype=float)),
                              "p95": float(np.asarray(item["p95_ms"], dtype=float)), "n": int(samples.size)})
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 continue
     return [r for r in rows if all(math.isfinite(r[k]) for k in ("batch", "p50", "p95"))]
 
@@ -37,7 +37,7 @@ def _reports(value: Any) -> list[dict[str, Any]]:
 def _series(value: Any) -> np.ndarray | None:
     try:
         array = np.asarray(plain(value), dtype=float).ravel()
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return array if array.size and np.all(np.isfinite(array)) else None
 
@@ -59,7 +59,7 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
     scale_value = measured.get(spec.get("scale", ""))
     try:
         scale = float(np.asarray(plain(scale_value), dtype=float)) if scale_value is not None else 1.0
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         scale = 1.0
     series = [(label, _series(simulated.get(name)))
               for name, label in zip(spec.get("series", []), spec.get("series_labels", spec.get("series", [])))]

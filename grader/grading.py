@@ -120,9 +120,20 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
     except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
         traceback.print_exc()
         data = rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student).to_dict()
-    data[REPORT_KEY] = render.report_html(data)
+    data[REPORT_KEY] = safe_report(data)
     data[NOTEBOOK_KEY] = notebook
     return data
+
+
+def safe_report(data: dict[str, Any]) -> str:
+    """The HTML report; if the student's values break it, the report without them (and a note why)."""
+    try:
+        return render.report_html(data)
+    except Exception as err:  # noqa: BLE001 - the values are the student's
+        bare = {k: v for k, v in data.items() if k not in ("measured", "simulated", "as_submitted", "explanations")}
+        bare["notes"] = list(data.get("notes", [])) + [
+            f"the notebook's values could not be shown in this report ({type(err).__name__}: {str(err)[:120]})"]
+        return render.report_html(bare)
 
 
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
@@ -189,7 +200,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         report = dataclasses.replace(report, mode="bwrap+zygote")
     executed = run.execute(submission.notebook, tail, options.limits,
                            (lambda: zygote.kernel_manager(report, options.limits)) if warm
-                           else (lambda: sandbox.kernel_manager(report, options.limits)))
+                           else (lambda: sandbox.kernel_manager(report, options.limits)),
+                           given=_given_cells(lesson, submission.notebook))
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
     reference = None if options.public_only else lessons.reference(lesson.id)
@@ -203,7 +215,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     values = _values(lesson, evidence_plan, probe.collect(evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}),
                                                           nonce, options.limits.probe_payload_bytes))
     env = environment(options.jobs_at_once)
-    env.update(probe.collect_environment(executed.tail.get(probe.ENVIRONMENT_KEY, {}), nonce))
+    reported = probe.collect_environment(executed.tail.get(probe.ENVIRONMENT_KEY, {}), nonce)
+    env.update({k: v for k, v in reported.items() if k not in env})  # the kernel never overrides the grader's facts
     measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
                      "percentile_method": "linear (NumPy default)", "jobs_at_once": options.jobs_at_once}
     return GradeResult(
@@ -228,6 +241,14 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         },
         notebook=executed.notebook,
     )
+
+
+def _given_cells(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
+    """Indices of the cells that are the lesson's given code, unchanged (matched by source, not by tags or ids,
+    which the student controls): a cold kernel's first imports run there, so they get the given budget."""
+    given = lessons.given_sources(lesson.id)
+    return frozenset(i for i, cell in enumerate(notebook.cells)
+                     if cell.cell_type == "code" and cell.source.strip() in given)
 
 
 def _lesson_id(lesson_id: str | None, submission: load.Submission, prefer_metadata: bool) -> str:

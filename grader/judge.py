@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from grader import wire
+from grader.errors import GraderError, LessonError
 from grader.lessons import Case, Exercise
 from grader.probe import Probe
 from grader.run import CellRun
@@ -80,7 +81,7 @@ def plain(data: Any) -> Any:
             dtype = bool if kind == "b" else float
             try:
                 return np.asarray(data["__array__"], dtype=dtype)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 return Opaque("array")
         if "__dict__" in data:
             out = {}
@@ -140,9 +141,19 @@ def _numbers(value: Any) -> np.ndarray | None:
         return None
     try:
         array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return array
+
+
+def _overflows(value: Any) -> bool:
+    try:
+        np.asarray(value, dtype=float)
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -195,7 +206,8 @@ def compare(actual: Any, expected: Any, case: Case, decimals: Any = None, where:
     if want is None:
         return None if actual == expected else Mismatch(where, show(actual), show(expected))
     if got is None:
-        return Mismatch(where, show(actual, 60), "numbers")
+        return Mismatch(where, show(actual, 60) + (" (too large for a float)" if _overflows(actual) else ""),
+                        show(expected) if want.ndim == 0 else "numbers")
     if got.shape != want.shape:
         return Mismatch(where, f"shape {list(got.shape)}: {show(actual, 60)}", f"shape {list(want.shape)}")
     if isinstance(decimals, int) and not isinstance(decimals, bool):
@@ -236,13 +248,13 @@ def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
     if "property" in expect:
         check = checks.get(expect["property"])
         if check is None:
-            raise RuntimeError(f"the lesson names an unknown consistency check '{expect['property']}'")
+            raise LessonError(f"the lesson names an unknown consistency check '{expect['property']}'")
         problems = check(case, actual)
         if problems:
             return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + "; ".join(problems[:3]))
         return CaseVerdict(label, case.hidden, "passed")
     if "unavailable" in expect:
-        raise RuntimeError(f"no expectation for {label}")
+        raise LessonError(f"no expectation for {label}")
     problem = compare(actual, plain(expect["value"]), case)
     if problem is None:
         return CaseVerdict(label, case.hidden, "passed")
@@ -280,7 +292,27 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
 def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
           cells: tuple[CellRun, ...], notebook: Any,
           checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
-    """Judge one exercise from its probe and the expectations for its cases."""
+    """Judge one exercise from its probe and the expectations for its cases.
+
+    Everything judged here came from the student's kernel. A value that makes
+    a comparison or a consistency check fail to run (a number too large for a
+    float, say) is that student's `error` on this exercise, never a fault of
+    the grader; a fault of the lesson itself (`LessonError`) still propagates.
+    """
+    try:
+        return _judge(exercise, cases, probe, expectations, cells, notebook, checks)
+    except GraderError:
+        raise
+    except Exception as err:  # noqa: BLE001 - student data only; see the docstring
+        reason = f"{type(err).__name__}: {err}"[:200]
+        return ExerciseResult(exercise.id, "error", 0.0, exercise.points, exercise.kind,
+                              (f"your answer for `{exercise.id}` could not be judged ({reason}); "
+                               "return plain numbers, lists or arrays of the expected sizes",))
+
+
+def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
+           cells: tuple[CellRun, ...], notebook: Any,
+           checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
     blocked = _blocked(exercise, probe, cells, notebook)
     if blocked:
         status, messages = blocked

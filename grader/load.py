@@ -123,6 +123,8 @@ def _notebook_from_json(name: str, text: str) -> Any:
     for index, cell in enumerate(data["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
             raise SubmissionRejected(f"{name}: cell {index + 1} is not a code, markdown or raw cell")
+    _check_shape(name, data)
+    for cell in data["cells"]:
         cell.setdefault("metadata", {})
         cell.setdefault("source", "")
         if cell["cell_type"] == "code":
@@ -135,6 +137,49 @@ def _notebook_from_json(name: str, text: str) -> Any:
     _fill_ids(notebook)
     notebook.nbformat_minor = max(int(notebook.get("nbformat_minor", 0) or 0), 5)
     return notebook
+
+
+# The fields normalising reads, with the types it needs; nbformat's own schema
+# is checked after normalising. Everything else may be as loose as editors write it.
+_TEXT = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+_SHAPE = {
+    "type": "object",
+    "properties": {
+        "metadata": {"type": "object"},
+        "nbformat_minor": {"type": "integer"},
+        "cells": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "metadata": {"type": "object"},
+                "source": _TEXT,
+                "attachments": {"type": "object"},
+                "outputs": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"output_type": {"type": "string"}, "text": _TEXT, "name": {"type": "string"},
+                                   "data": {"type": "object"}, "metadata": {"type": "object"},
+                                   "ename": {"type": "string"}, "evalue": {"type": "string"},
+                                   "traceback": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["output_type"]}},
+            }}},
+    },
+}
+
+
+def _check_shape(name: str, data: dict[str, Any]) -> None:
+    """Reject, with the place named, a notebook whose fields have types no editor writes."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(_SHAPE).iter_errors(data))
+    if error is None:
+        return
+    path = list(error.absolute_path)
+    if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
+        where = f"cell {path[1] + 1}" + (f", field '{'/'.join(map(str, path[2:]))}'" if path[2:] else "")
+    else:
+        where = "field '" + "/".join(map(str, path)) + "'" if path else "top level"
+    wanted = {"object": "an object", "array": "a list", "integer": "a whole number", "string": "text"}
+    kind = wanted.get(error.validator_value, "valid") if error.validator == "type" else "text or a list of text"
+    raise SubmissionRejected(f"{name}: {where} is not {kind}; re-save the notebook from Jupyter")
 
 
 def _fill_ids(notebook: Any) -> None:

@@ -8,6 +8,7 @@ grader parses that line, capped in size; nothing in the kernel judges anything.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from dataclasses import dataclass, field
@@ -113,13 +114,89 @@ def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: 
         return Probe(plan.exercise_id, "unreadable", detail=f"the answers were larger than {max_bytes} bytes")
     try:
         data = json.loads(line[len(nonce):])
-        defined = {str(k): bool(v) for k, v in data["defined"].items()}
-        results = tuple(data["results"])
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, RecursionError):
         return Probe(plan.exercise_id, "unreadable", detail="the probe's answer could not be parsed")
-    if len(results) != len(plan.cases) or not all(isinstance(r, dict) for r in results):
+    problem = answer_problem(data)
+    if problem:
+        return Probe(plan.exercise_id, "unreadable", detail=f"the probe's answer was not plain data ({problem})")
+    results = tuple(data["results"])
+    if len(results) != len(plan.cases):
         return Probe(plan.exercise_id, "unreadable", detail="the probe's answer had the wrong number of results")
-    return Probe(plan.exercise_id, "ok", defined=defined, results=results)
+    return Probe(plan.exercise_id, "ok", defined=dict(data["defined"]), results=results)
+
+
+MAX_ANSWER_DEPTH = 48
+"""Nesting of a probe answer beyond this is junk (encode stops at 12 containers, arrays at 32 dims)."""
+
+# The probe's answer, as the wire encodes it. The student can replace anything
+# in the kernel (json.dumps included), so nothing reaches the judge unchecked.
+_WIRE = {"anyOf": [
+    {"type": ["null", "boolean", "number", "string"]},
+    {"type": "array", "items": {"$ref": "#/$defs/wire"}},
+    {"type": "object", "required": ["__array__"], "additionalProperties": False,
+     "properties": {"__array__": {"type": ["array", "number", "boolean"]},
+                    "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    "kind": {"enum": ["b", "i", "u", "f"]}}},
+    {"type": "object", "required": ["__dict__"], "additionalProperties": False,
+     "properties": {"__dict__": {"type": "array", "items": {
+         "type": "array", "minItems": 2, "maxItems": 2, "items": {"$ref": "#/$defs/wire"}}}}},
+    {"type": "object", "required": ["__object__"], "additionalProperties": False,
+     "properties": {"__object__": {"type": "string"}}},
+]}
+ANSWER_SCHEMA = {
+    "$defs": {"wire": _WIRE},
+    "type": "object", "required": ["defined", "results"],
+    "properties": {
+        "defined": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "results": {"type": "array", "items": {"oneOf": [
+            {"type": "object", "required": ["value"], "additionalProperties": False,
+             "properties": {"value": {"$ref": "#/$defs/wire"}}},
+            {"type": "object", "required": ["raised"], "additionalProperties": False,
+             "properties": {"raised": {"type": "object", "required": ["type", "value_error", "message"],
+                                       "additionalProperties": False,
+                                       "properties": {"type": {"type": "string", "maxLength": 200},
+                                                      "value_error": {"type": "boolean"},
+                                                      "message": {"type": "string", "maxLength": 2000}}}}},
+            {"type": "object", "required": ["missing"], "additionalProperties": False,
+             "properties": {"missing": {"type": "string"}}},
+        ]}},
+    },
+}
+
+
+def _depth(data: Any) -> int:
+    """Nesting depth, without recursion (a hostile answer may nest thousands deep)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_ANSWER_DEPTH:
+            break
+        if isinstance(item, list):
+            stack.extend((x, level + 1) for x in item if isinstance(x, (list, dict)))
+        elif isinstance(item, dict):
+            stack.extend((x, level + 1) for x in item.values() if isinstance(x, (list, dict)))
+    return deepest
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(ANSWER_SCHEMA)
+
+
+def answer_problem(data: Any) -> str:
+    """Why a probe answer is not the plain data the judge reads ("" when it is)."""
+    import jsonschema
+
+    if _depth(data) > MAX_ANSWER_DEPTH:
+        return f"nested deeper than {MAX_ANSWER_DEPTH} levels"
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    if error is None:
+        return ""
+    where = "/".join(map(str, error.absolute_path)) or "top level"
+    return f"at {where[:80]}: {error.message[:120]}"
 
 
 ENVIRONMENT_KEY = "__environment__"
@@ -156,4 +233,16 @@ def collect_environment(outcome: dict[str, Any], nonce: str) -> dict[str, Any]:
         data = json.loads(line[len(nonce):])
     except ValueError:
         return {}
-    return {str(k): v for k, v in data.items() if isinstance(v, (str, bool, list, type(None)))} if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: _short(v) for k, v in data.items() if k in KERNEL_FACTS and isinstance(v, (str, bool, list, type(None)))}
+
+
+KERNEL_FACTS = ("kernel_python", "kernel_pid_namespace", "kernel_numpy", "kernel_jax", "kernel_jaxlib", "jax_devices")
+"""The only keys the kernel's environment cell may report (the student can rewrite that cell's output)."""
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, list):
+        return [str(item)[:100] for item in value[:16]]
+    return value[:100] if isinstance(value, str) else value

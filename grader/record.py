@@ -165,6 +165,8 @@ def _retryable(status: str, text: str) -> bool:
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """The fields of a result that the CSV and the dashboard use."""
     keep = {k: data.get(k) for k in ("schema", "status", "lesson", "student", "score", "max_score", "error", "graded_at")}
+    box = data.get("sandbox") if isinstance(data.get("sandbox"), dict) else {}
+    keep["isolated"] = box.get("isolated") if data.get("status") == "graded" else None
     keep["exercises"] = [{"id": e["id"], "status": e["status"], "score": e["score"], "kind": e.get("kind"),
                           "messages": list(e.get("messages", []))[:2]} for e in data.get("exercises", [])]
     return keep

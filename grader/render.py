@@ -18,6 +18,7 @@ from grader import figure, lessons
 from grader.judge import plain
 from grader.errors import LessonError
 from grader.lessons import course_root
+from grader.record import INTERNAL_ERROR
 
 
 @functools.lru_cache(maxsize=1)
@@ -149,7 +150,33 @@ def _timeline(answer: dict[str, Any], value: list[Any]) -> dict[str, Any]:
 
 
 def report_context(result: dict[str, Any]) -> dict[str, Any]:
-    """Everything a report template needs, derived from the result data only."""
+    """Everything a report template needs, derived from the result data only.
+
+    The values shown are the student's: one that cannot be drawn or tabled
+    (a number too large for a float, a ragged list) costs that section, with
+    a line saying so, never the report.
+    """
+    try:
+        context = _values_context(result)
+    except Exception as err:  # noqa: BLE001 - student data only
+        context = {"measured_values": [], "simulated_views": {}, "simulated_values": [],
+                   "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
+    context["figure"] = ""
+    spec: dict[str, Any] = {}
+    if result.get("lesson") and result.get("status") == "graded":
+        try:
+            spec = lessons.get(result["lesson"]).figure
+        except LessonError:  # a report of an unknown lesson still renders, without the figure
+            spec = {}
+    if spec:
+        try:
+            context["figure"] = figure.svg(result, spec)
+        except Exception as err:  # noqa: BLE001 - student data only
+            context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
+    return context
+
+
+def _values_context(result: dict[str, Any]) -> dict[str, Any]:
     measured = result.get("measured") or {}
     simulated = result.get("simulated") or {}
     measured_values = []
@@ -162,14 +189,8 @@ def report_context(result: dict[str, Any]) -> dict[str, Any]:
     simulated_views = {ex: _answer_view(answers) for ex, answers in (simulated.get("answers") or {}).items()}
     simulated_values = [{"label": name, "value": _plain_value(value, 400) if value is not None else "not defined"}
                         for name, value in (simulated.get("values") or {}).items()]
-    spec: dict[str, Any] = {}
-    if result.get("lesson") and result.get("status") == "graded":
-        try:
-            spec = lessons.get(result["lesson"]).figure
-        except LessonError:  # a report of an unknown lesson still renders, without the figure
-            spec = {}
     return {"measured_values": measured_values, "simulated_views": simulated_views,
-            "simulated_values": simulated_values, "figure": figure.svg(result, spec) if spec else ""}
+            "simulated_values": simulated_values, "unshown": ""}
 
 
 def warm() -> None:
@@ -210,8 +231,11 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any) -> dict[str, Any]
                           "top_failures": failures.most_common(3)})
     trouble = [{"student": r["student"], "statuses": sorted({e["status"] for e in r["exercises"]} & {"error", "timeout"})}
                for r in graded if any(e["status"] in ("error", "timeout") for e in r["exercises"])]
+    failures = [r for r in results if (r.get("error") or "").startswith(INTERNAL_ERROR)]
     return {"lesson": lesson.id, "title": lesson.title, "count": len(results), "graded": len(graded),
-            "rejected": [r for r in results if r["status"] != "graded"],
+            "rejected": [r for r in results if r["status"] != "graded" and r not in failures],
+            "failures": failures,
+            "unisolated": [r["student"] for r in graded if r.get("isolated") is False],
             "mean": sum(r["score"] for r in graded) / len(graded) if graded else 0.0, "max_score": max_score,
             "distribution": distribution, "peak": max([d["count"] for d in distribution] or [1]) or 1,
             "exercises": exercises, "trouble": trouble,

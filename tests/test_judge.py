@@ -114,3 +114,34 @@ def test_plain_keeps_dicts_and_array_kinds():
     data = {"__dict__": [["a", {"__array__": [1, 2], "shape": [2], "kind": "i"}], ["b", {"__array__": True, "shape": [], "kind": "b"}]]}
     out = judge.plain(data)
     assert out["a"].tolist() == [1.0, 2.0] and out["b"].dtype == bool
+
+
+def test_a_number_no_float_holds_is_that_exercises_failure_not_a_crash():
+    ex = _exercise(case(expect=5.95))
+    probe = Probe("ex", "ok", {"f": True}, ({"value": 10**400},))
+    result = judge.judge(ex, list(ex.cases), probe, [{"value": 5.95}], (), None, {})
+    assert result.status == "failed" and "expected 5.95" in result.messages[0]
+    assert "too large for a float" in result.messages[0]
+    assert judge.compare([10**400, 1.0], [1.0, 1.0], case()) is not None
+    assert isinstance(judge.plain({"__array__": [10**400], "shape": [1], "kind": "i"}), judge.Opaque)
+
+
+def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exercise():
+    ex = _exercise(case(property="fragile"))
+
+    def fragile(case, value):
+        return [] if float(value) > 0 else ["not positive"]  # float(10**400) raises OverflowError
+
+    probe = Probe("ex", "ok", {"f": True}, ({"value": 10**400},))
+    result = judge.judge(ex, list(ex.cases), probe, [{"property": "fragile"}], (), None, {"fragile": fragile})
+    assert result.status == "error" and result.score == 0.0
+    assert "`ex`" in result.messages[0] and "OverflowError" in result.messages[0]
+
+
+def test_a_lesson_naming_an_unknown_check_is_still_the_lessons_fault():
+    from grader.errors import LessonError
+
+    ex = _exercise(case(property="nowhere"))
+    probe = Probe("ex", "ok", {"f": True}, ({"value": 1.0},))
+    with pytest.raises(LessonError, match="nowhere"):
+        judge.judge(ex, list(ex.cases), probe, [{"property": "nowhere"}], (), None, {})

@@ -30,6 +30,18 @@ BAD = {
     "notes.txt": ("hello", "submit your .ipynb"),
     "bad-cell.ipynb": (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "bogus"}]}),
                        "cell 1"),
+    "list-metadata.ipynb": (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# a"},
+        {"cell_type": "code", "metadata": ["tags"], "source": "x = 1", "outputs": [], "execution_count": None}]}),
+        "cell 2, field 'metadata' is not an object"),
+    "number-source.ipynb": (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": 42, "outputs": [], "execution_count": None}]}),
+        "cell 1, field 'source' is not text"),
+    "odd-output.ipynb": (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": "1", "outputs": [{"output_type": "stream", "text": {"a": 1}}],
+         "execution_count": None}]}), "cell 1, field 'outputs/0/text'"),
+    "list-notebook-metadata.ipynb": (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": [], "cells": []}),
+                                     "field 'metadata' is not an object"),
 }
 
 

@@ -62,3 +62,49 @@ def test_wire_encodes_hostile_objects_without_raising():
 
     assert wire.encode(Evil()) == {"__object__": "Evil"}
     assert wire.encode({"a": (1, 2)}) == {"__dict__": [["a", [1, 2]]]}
+
+
+def _answer_line(nonce, text):
+    return {"status": "ok", "stdout": "noise\n" + nonce + text + "\n"}
+
+
+def test_forged_answers_are_unreadable_with_a_reason_never_a_crash():
+    plan = _plan()
+    forged = {
+        "wrong types": json.dumps({"defined": {"f": [1]}, "results": [{"value": 1}, {"value": 2}]}),
+        "unknown wire form": json.dumps({"defined": {}, "results": [{"value": {"__dict__": [[1]]}}, {"value": 1}]}),
+        "raised junk": json.dumps({"defined": {}, "results": [{"raised": {"type": {"x": 1}}}, {"value": 1}]}),
+        "extra keys": json.dumps({"defined": {}, "results": [{"value": 1, "judge": "pass"}, {"value": 1}]}),
+        "not a list": json.dumps({"defined": {}, "results": {"value": 1}}),
+        "deep": "[" * 5000 + "]" * 5000,
+        "deep but parseable": json.dumps({"defined": {}, "results": [{"value": _nested(100)}, {"value": 1}]}),
+    }
+    for name, text in forged.items():
+        got = probe.collect(plan, _answer_line("@@n@@", text), "@@n@@", 10**7)
+        assert got.status == "unreadable", name
+        assert got.detail and "\n" not in got.detail, name
+
+
+def _nested(depth):
+    value = 1.0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_plain_answers_with_every_wire_form_are_accepted():
+    plan = _plan()
+    text = json.dumps({"defined": {"f": True, "x": False}, "results": [
+        {"value": [1, 2.5, None, "s", {"__array__": [[1, 2]], "shape": [1, 2], "kind": "f"},
+                   {"__dict__": [["k", {"__object__": "Thing"}]]}]},
+        {"raised": {"type": "ValueError", "value_error": True, "message": "bad"}}]})
+    got = probe.collect(plan, _answer_line("@@n@@", text), "@@n@@", 10**7)
+    assert got.status == "ok" and got.defined == {"f": True, "x": False}
+
+
+def test_the_kernel_cannot_rewrite_the_graders_environment_facts():
+    line = "@@n@@" + json.dumps({"kernel_python": "3.11", "graded_at": "2099-01-01", "jobs_at_once": 99,
+                                 "jax_devices": ["cpu"] * 100})
+    got = probe.collect_environment({"stdout": line}, "@@n@@")
+    assert got["kernel_python"] == "3.11" and "graded_at" not in got and "jobs_at_once" not in got
+    assert len(got["jax_devices"]) == 16

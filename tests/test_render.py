@@ -218,3 +218,16 @@ def test_portfolio_zip_is_self_contained_and_its_links_resolve(graded, tmp_path)
                 page_links = _tags(archive.read(name).decode()).links
                 assert all(not re.match(r"^(https?:)?//", link) for link in page_links), name
     assert {"inference-capacity/report.md", "inference-scaling/result.json"} <= names
+
+
+def test_values_no_float_holds_cost_the_figure_not_the_report(graded):
+    data = graded.solution("inference-capacity")
+    data["measured"]["values"]["service_ms"] = 10**400
+    data["simulated"]["values"]["stable_latency"] = [10**400, float("nan"), -0.0]
+    data["simulated"]["values"]["overloaded_latency"] = [[1, [2]], 3]
+    html = render.report_html(data)
+    assert "Figure" in html  # the measured panel still draws; the bad series are left out
+    assert "10000000000" in html  # the value itself is shown, as the student left it
+    broken = dict(data, measured={"how": data["measured"]["how"], "answers": {}, "values": {"measurements": [{"batch": 10**400}]}})
+    assert "inference-capacity" in render.report_html(broken)
+    assert "inference-capacity" in grading.safe_report(dict(data, simulated={"answers": {"x": "not a list"}}))
