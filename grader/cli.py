@@ -26,11 +26,13 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # as a shell reports a process ended by Ctrl-C
 
 _FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
+_SECONDS = click.FloatRange(min=0, min_open=True)
 
 
 def _options(seed: int | None, sandbox: str, require: bool, cell_timeout: float | None,
-             notebook_timeout: float | None, public_only: bool = False) -> grading.Options:
-    limits = Limits()
+             notebook_timeout: float | None, public_only: bool = False,
+             per_cell: tuple[tuple[str, float], ...] = ()) -> grading.Options:
+    limits = Limits(cell_timeouts=per_cell)
     if cell_timeout is not None:
         limits = replace(limits, cell_timeout=cell_timeout, probe_timeout=cell_timeout)
     if notebook_timeout is not None:
@@ -62,13 +64,33 @@ def _fail(reason: str, path: Path, lesson: str | None, json_path: str | None, ht
     sys.exit(EXIT_BAD_INPUT)
 
 
+class _CellBudget(click.ParamType):
+    """`ID=SECONDS`: the time one cell (by its id) may run."""
+
+    name = "ID=SECONDS"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, float]:
+        if isinstance(value, tuple):
+            return value
+        cell_id, _, seconds = str(value).partition("=")
+        try:
+            budget = float(seconds)
+        except ValueError:
+            budget = -1.0
+        if not cell_id or not budget > 0:
+            self.fail(f"{value!r} is not ID=SECONDS with SECONDS > 0", param, ctx)
+        return cell_id, budget
+
+
 def _sandbox_options(fn: Any) -> Any:
+    fn = click.option("--cell-timeout-for", "per_cell", type=_CellBudget(), multiple=True,
+                      help="Seconds for one cell, by its id (repeatable); overrides --cell-timeout there.")(fn)
     fn = click.option("--seed", type=int, help="Seed for hidden cases (replays a recorded grade).")(fn)
     fn = click.option("--no-sandbox", "sandbox", flag_value="none", help="Run the kernel without isolation.")(fn)
     fn = click.option("--sandbox", "sandbox", flag_value="bwrap", help="Insist on the bubblewrap sandbox.")(fn)
     fn = click.option("--require-sandbox", is_flag=True, help="Refuse to grade unless every isolation layer holds.")(fn)
-    fn = click.option("--cell-timeout", type=float, help="Seconds per cell and per exercise probe (default 30).")(fn)
-    fn = click.option("--notebook-timeout", type=float, help="Seconds for the whole run (default 300).")(fn)
+    fn = click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell and per exercise probe (default 30).")(fn)
+    fn = click.option("--notebook-timeout", type=_SECONDS, help="Seconds for the whole run (default 300).")(fn)
     return fn
 
 
@@ -85,9 +107,9 @@ def main() -> None:
 @_sandbox_options
 def grade_cmd(submission: Path, lesson_id: str, json_path: str | None, html_path: Path | None, seed: int | None,
               sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
-              notebook_timeout: float | None) -> None:
+              notebook_timeout: float | None, per_cell: tuple[tuple[str, float], ...]) -> None:
     """Grade one .ipynb or .py submission."""
-    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout)
+    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout, per_cell=per_cell)
     try:
         result = grading.grade(submission, lesson_id, options)
     except GraderError as err:
@@ -104,7 +126,7 @@ def grade_cmd(submission: Path, lesson_id: str, json_path: str | None, html_path
 @click.argument("submission", type=_FILE)
 @click.option("--lesson", "lesson_id", help="Lesson id (default: read from the notebook).")
 @click.option("--sandbox", "sandbox", flag_value="auto", help="Use the sandbox when this machine has it.")
-@click.option("--cell-timeout", type=float, help="Seconds per cell (default 30).")
+@click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell (default 30).")
 def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
     """Self-check before submitting: public checks only, readable feedback."""
     options = _options(None, sandbox or "none", False, cell_timeout, None, public_only=True)
@@ -133,9 +155,10 @@ def release_cmd(lesson_id: str, out_dir: Path) -> None:
 @click.argument("lesson_id")
 @_sandbox_options
 def validate_cmd(lesson_id: str, seed: int | None, sandbox: str | None, require_sandbox: bool,
-                 cell_timeout: float | None, notebook_timeout: float | None) -> None:
+                 cell_timeout: float | None, notebook_timeout: float | None,
+                 per_cell: tuple[tuple[str, float], ...]) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
-    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout)
+    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout, per_cell=per_cell)
     try:
         outcome = grading.validate(lesson_id, options)
     except GraderError as err:
@@ -155,10 +178,13 @@ def validate_cmd(lesson_id: str, seed: int | None, sandbox: str | None, require_
 @_sandbox_options
 def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
               seed: int | None, sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
-              notebook_timeout: float | None) -> None:
+              notebook_timeout: float | None, per_cell: tuple[tuple[str, float], ...]) -> None:
     """Grade every submission in FOLDER; rerun to resume."""
-    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout),
-                      zygote=not no_zygote)
+    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
+                               per_cell=per_cell), zygote=not no_zygote)
+    if sandbox == "none":
+        click.echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
+                   err=True)
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler)
     except GraderError as err:

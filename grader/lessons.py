@@ -238,6 +238,12 @@ def scaffold(lesson: Lesson) -> Any:
     return notebook
 
 
+@functools.lru_cache(maxsize=None)
+def given_sources(lesson_id: str) -> frozenset[str]:
+    """The sources (stripped) of the scaffold's code cells tagged `given`."""
+    return frozenset(source.strip() for source in _tagged(scaffold(get(lesson_id)).cells, "given"))
+
+
 def release(lesson_id: str, out_dir: str | Path) -> Path:
     """Write the student notebook `<out_dir>/<lesson id>.ipynb`; no reference code is in it."""
     lesson = get(lesson_id)

@@ -15,6 +15,11 @@ class Limits:
 
     cell_timeout: float = 30.0
     """Seconds one student cell may run before it is interrupted."""
+    given_cell_timeout: float = 120.0
+    """Seconds for a cell that is the lesson's given code, unchanged: a cold kernel's first imports and
+    compiles must fit (the larger of this and `cell_timeout` applies)."""
+    cell_timeouts: tuple[tuple[str, float], ...] = ()
+    """Per-cell budgets by cell id, `(id, seconds)`, over the two above (`--cell-timeout-for ID=SECONDS`)."""
     probe_timeout: float = 30.0
     """Seconds the probe of one exercise may run."""
     notebook_timeout: float = 300.0

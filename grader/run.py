@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -27,6 +28,7 @@ from grader.limits import Limits
 from grader.sandbox import _SandboxKernelManager
 
 TRACEBACK_CHARS = 4000
+ERROR_CHARS = 2000
 TRUNCATED = "\n[grader: output truncated]\n"
 
 
@@ -105,6 +107,8 @@ class _Client(NotebookClient):
         self.truncated: set[int] = set()
 
     def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int) -> Any:
+        if msg["msg_type"] == "error":  # kept always, but as short as any other output
+            msg = dict(msg, content=_short_error(msg.get("content", {})))
         content = msg.get("content", {})
         size = len(str(content.get("text", ""))) + sum(len(str(v)) for v in (content.get("data") or {}).values())
         size += sum(len(line) for line in content.get("traceback", []) or [])
@@ -159,10 +163,22 @@ async def _watch_flood(socket: Any, km: Any, state: dict[str, Any]) -> None:
         monitor.close(linger=0)
 
 
+def _short_error(content: dict[str, Any]) -> dict[str, Any]:
+    """An error output cut to the size of a traceback the report shows (a student's message can be megabytes)."""
+    lines = [str(line)[:TRACEBACK_CHARS] for line in (content.get("traceback") or [])[-40:]]
+    return dict(content, ename=str(content.get("ename", ""))[:200], evalue=str(content.get("evalue", ""))[:ERROR_CHARS],
+                traceback=lines)
+
+
+def whole_seconds(seconds: float) -> int:
+    """nbclient takes whole seconds, and reads 0 as no limit: round a limit up, never down to 0."""
+    return max(1, math.ceil(seconds))
+
+
 def _plain_traceback(lines: list[str]) -> str:
     import re
 
-    text = "\n".join(re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines)
+    text = "\n".join(re.sub(r"\x1b\[[0-9;]*m", "", str(line)[:TRACEBACK_CHARS]) for line in lines[-40:])
     return text if len(text) <= TRACEBACK_CHARS else text[: TRACEBACK_CHARS // 2] + "\n...\n" + text[-TRACEBACK_CHARS // 2:]
 
 
@@ -184,13 +200,33 @@ def execute(
     tail: list[tuple[str, str]],
     limits: Limits,
     make_kernel: Callable[[], _SandboxKernelManager],
+    given: frozenset[int] = frozenset(),
 ) -> Executed:
-    """Run the notebook's cells, then each (key, source) tail cell, in a fresh kernel."""
-    return asyncio.run(_execute(notebook, tail, limits, make_kernel))
+    """Run the notebook's cells, then each (key, source) tail cell, in a fresh kernel.
+
+    `given` holds the indices of cells that are the lesson's own given code,
+    unchanged: they get `limits.given_cell_timeout`.
+    """
+    budgets = cell_budgets(notebook, limits, given)
+    return asyncio.run(_execute(notebook, tail, limits, make_kernel, budgets))
+
+
+def cell_budgets(notebook: Any, limits: Limits, given: frozenset[int]) -> dict[int, float]:
+    """Seconds each cell may run: its own override, else a given cell's budget, else `cell_timeout`."""
+    overrides = dict(limits.cell_timeouts)
+    budgets = {}
+    for index, cell in enumerate(notebook.cells):
+        if cell.get("id") in overrides:
+            budgets[index] = overrides[cell["id"]]
+        elif index in given:
+            budgets[index] = max(limits.cell_timeout, limits.given_cell_timeout)
+        else:
+            budgets[index] = limits.cell_timeout
+    return budgets
 
 
 async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
-                   make_kernel: Callable[[], _SandboxKernelManager]) -> Executed:
+                   make_kernel: Callable[[], _SandboxKernelManager], budgets: dict[int, float]) -> Executed:
     began = time.monotonic()
     deadline = began + limits.notebook_timeout
     skip_cells: dict[int, str] = {}
@@ -202,7 +238,7 @@ async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
     flooded = False
     while attempts < limits.attempts:
         attempts += 1
-        attempt = await _one_attempt(notebook, tail, limits, make_kernel, skip_cells, skip_tail, deadline)
+        attempt = await _one_attempt(notebook, tail, limits, make_kernel, skip_cells, skip_tail, deadline, budgets)
         timings["startup"] += attempt.startup
         timings["cells"] += attempt.cell_seconds
         timings["probes"] += attempt.probe_seconds
@@ -228,7 +264,8 @@ async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
 
 async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
                        make_kernel: Callable[[], _SandboxKernelManager],
-                       skip_cells: dict[int, str], skip_tail: dict[str, str], deadline: float) -> _Attempt:
+                       skip_cells: dict[int, str], skip_tail: dict[str, str], deadline: float,
+                       budgets: dict[int, float]) -> _Attempt:
     result = _Attempt()
     nb = copy.deepcopy(notebook)
     n_student = len(nb.cells)
@@ -241,8 +278,8 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
     km.client_class = "grader.run._BoundedKernelClient"
     _BoundedKernelClient.max_message_bytes = limits.max_message_bytes
     client = _Client(nb, km=km, limits=limits, student_cells=n_student, allow_errors=True,
-                     interrupt_on_timeout=True, timeout=int(limits.cell_timeout),
-                     startup_timeout=int(limits.startup_timeout), iopub_timeout=4,
+                     interrupt_on_timeout=True, timeout=whole_seconds(limits.cell_timeout),
+                     startup_timeout=whole_seconds(limits.startup_timeout), iopub_timeout=4,
                      shutdown_kernel="immediate", record_timing=False, kernel_name="python3")
     watchdog: asyncio.Task[None] | None = None
     monitors: list[asyncio.Task[None]] = []
@@ -286,7 +323,7 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                     result.tail[key] = {"status": skip_tail[key], "detail": "left out after it "
                                         + ("hung" if skip_tail[key] == "timeout" else "killed the kernel")}
                     continue
-                client.timeout = int(limits.probe_timeout if is_tail else limits.cell_timeout)
+                client.timeout = whole_seconds(limits.probe_timeout if is_tail else budgets.get(index, limits.cell_timeout))
                 client._current_index = index
                 t0 = time.monotonic()
                 try:
@@ -325,7 +362,7 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                     reply = client.replies.get(index, {})
                     if index in client.timed_out:
                         result.cells[index] = CellRun(index, cell["id"], "timeout", seconds=elapsed,
-                                                      evalue=f"interrupted after {limits.cell_timeout:g} s")
+                                                      evalue=f"interrupted after {budgets.get(index, limits.cell_timeout):g} s")
                     elif reply.get("status") == "error":
                         result.cells[index] = CellRun(index, cell["id"], "error", str(reply.get("ename", ""))[:200],
                                                       str(reply.get("evalue", ""))[:500],

@@ -166,3 +166,45 @@ def test_batch_refuses_a_job_count_below_one_before_touching_anything(tmp_path, 
     result = run("batch", str(tmp_path / "in"), "--lesson", LESSON, "--out", str(tmp_path / "out"), "--jobs", jobs)
     assert result.exit_code == 2 and "--jobs" in result.output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag", [["--cell-timeout", "0"], ["--cell-timeout", "-1"], ["--cell-timeout-for", "x=0"],
+                                  ["--cell-timeout-for", "nothing"], ["--notebook-timeout", "0"]])
+def test_timeouts_must_be_positive(tmp_path, flag):
+    result = run("grade", str(tmp_path / "a.py"), "--lesson", LESSON, *flag)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_a_timeout_below_one_second_is_rounded_up_not_to_no_limit():
+    from grader import run as running
+
+    assert running.whole_seconds(0.5) == 1 and running.whole_seconds(2.1) == 3 and running.whole_seconds(4) == 4
+
+
+def test_batch_refuses_without_isolation_unless_told(tmp_path, monkeypatch):
+    from grader import sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ada.py").write_text("x = 1\n")
+    refused = run("batch", str(tmp_path / "in"), "--lesson", LESSON, "--out", str(tmp_path / "out"), "--jobs", "1")
+    assert refused.exit_code == 2
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "without isolation" in lines[0] and "--no-sandbox" in lines[0]
+    assert not (tmp_path / "out" / "results" / "ada.json").exists()
+
+
+@pytest.mark.kernel
+def test_batch_without_a_sandbox_says_so_on_stderr_and_the_dashboard(tmp_path, monkeypatch):
+    from grader import sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ada.py").write_text("x = 1\n")
+    done = run("batch", str(tmp_path / "in"), "--lesson", LESSON, "--out", str(tmp_path / "out"), "--jobs", "1",
+               "--no-sandbox", "--no-zygote")
+    assert done.exit_code == 0, done.output
+    assert "without isolation" in done.stderr and "read your files" in done.stderr
+    dashboard = (tmp_path / "out" / "index.html").read_text()
+    assert "Graded without isolation" in dashboard and "ada" in dashboard
+    assert json.loads((tmp_path / "out" / "results" / "ada.json").read_text())["sandbox"]["isolated"] is False
