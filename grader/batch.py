@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import ctypes
+import errno
 import hashlib
 import itertools
 import multiprocessing
 import os
 import resource
 import signal
+import sqlite3
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -43,6 +45,8 @@ class Summary:
     """Wall time."""
     peak_mb: float = 0.0
     """Peak resident memory of this (parent) process."""
+    named: dict[str, list[str]] = field(default_factory=dict)
+    """Students behind each count: errors, timeouts, rejected, failures (of the grader)."""
 
 
 def submissions(folder: Path) -> list[Path]:
@@ -117,19 +121,25 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         else:
             clashes.append(paths)
     jobs = max(1, jobs or default_jobs())
+    if todo:
+        _refuse_without_isolation(options)
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None)
     counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0, "failures": 0}
+    named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
     try:
         for path, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
-            _store(out, book, path, data)
+            data = _store_safely(out, book, path, data)
             counts["graded" if data["status"] == "graded" else "rejected"] += 1
             statuses = {e["status"] for e in data.get("exercises", [])}
-            counts["errors"] += "error" in statuses
-            counts["timeouts"] += "timeout" in statuses
-            counts["failures"] += (data.get("error") or "").startswith(record.INTERNAL_ERROR)
+            failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
+            for key, hit in (("errors", "error" in statuses), ("timeouts", "timeout" in statuses),
+                             ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
+                counts[key] += hit and key != "rejected"  # rejected is counted above, failures included
+                if hit:
+                    named[key].append(str(data.get("student") or path.stem))
             if bar:
                 bar.step(path.stem, data)
     finally:
@@ -139,7 +149,36 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         book.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return Summary(total=len(by_student), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
-                   peak_mb=peak)
+                   peak_mb=peak, named=named)
+
+
+def _refuse_without_isolation(options: grading.Options) -> None:
+    """A class is not graded without isolation unless the instructor said `--no-sandbox`."""
+    from grader import sandbox
+    from grader.errors import SandboxUnavailable
+
+    if options.sandbox == "none":
+        return
+    report = sandbox.plan(options.limits, options.sandbox)
+    if not report.isolated:
+        raise SandboxUnavailable(f"refusing to grade a class without isolation ({report.missing_reason}); "
+                                 "pass --no-sandbox to grade anyway, and student code will be able to read your files")
+
+
+def _store_safely(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
+    try:
+        _store(out, book, path, data)
+        return data
+    except (OSError, ValueError, TypeError, sqlite3.Error) as err:
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise  # the grader's disk, not the student: stop with the reason
+        student = path.stem.encode("utf-8", "backslashreplace").decode("utf-8")
+        reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
+        safe = grading.rejected(path, reason, data.get("lesson"), student).to_dict()
+        safe["digest"] = data.get("digest") or digest(path)
+        _store(out, book, Path(path.parent, student + path.suffix), safe)
+        return safe
 
 
 def _joint_digest(paths: list[Path]) -> str:
@@ -201,10 +240,18 @@ def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: i
 
 
 def report_line(summary: Summary) -> str:
-    """One line for the terminal."""
+    """The summary for the terminal: one line of counts, then who is behind each problem count."""
     c = summary.counts
-    return (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
+    line = (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
             f"{summary.skipped} already recorded; {c.get('errors', 0)} with errors, {c.get('timeouts', 0)} with timeouts; "
             f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB"
             + (f"; {c['failures']} failed inside the grader (rerun to retry them)" if c.get("failures") else ""))
+    labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
+              "failures": "grader failures (rerun to retry)"}
+    for key, label in labels.items():
+        names = summary.named.get(key, [])
+        if names:
+            shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+            line += f"\n  {label}: {shown}"
+    return line
 

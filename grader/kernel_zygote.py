@@ -40,7 +40,8 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+CLONE_NEWUSER = 0x10000000
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 NOBODY = 65534
 libc = ctypes.CDLL(None, use_errno=True)
@@ -96,29 +97,68 @@ def _private_filesystem(rundir, scratch, keep_readonly=()):
         os.rmdir(holder)
         if path in keep_readonly:
             _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # The new proc is mounted while the old one is still there: in a user namespace the kernel
+    # allows a proc mount only where one is already fully visible. Then it takes the old one's place.
+    os.mkdir("/dev/shm/.proc")
+    _mount("proc", "/dev/shm/.proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _umount("/proc")
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount("/dev/shm/.proc", "/proc", None, MS_MOVE)
+    os.rmdir("/dev/shm/.proc")
     for sub in ("/proc/sys", "/proc/irq", "/proc/bus"):
         if os.path.isdir(sub):
             _mount(sub, sub, None, MS_BIND | MS_REC)
             _mount(None, sub, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
 
 
-def _become_kernel(request):
-    import resource
-
+def _drop_capabilities():
+    """Empty the bounding, ambient, inheritable, permitted and effective sets."""
     last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
     for cap in range(last_cap + 1):
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()                 # two {effective, permitted, inheritable}, all zero
+    _check(libc.capset(header, data), "capset")
+
+
+def _own_user_namespace():
+    """Enter a user namespace of this kernel's own, mapping its user to itself.
+
+    RLIMIT_NPROC counts processes per user per user namespace: in its own
+    namespace a kernel's thread or fork bomb exhausts only its own budget.
+    The namespace gives capabilities inside it, which are dropped again.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after setuid the kernel is not, and could not write its maps
+    _check(libc.unshare(CLONE_NEWUSER), "unshare user namespace")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{NOBODY} {uid} 1"), ("gid_map", f"{NOBODY} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _become_kernel(request):
+    import resource
+
+    if request.get("become_nobody", True):  # real root: drop to nobody
+        last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
+        for cap in range(last_cap + 1):
+            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        os.setgroups([])
+        os.setresgid(NOBODY, NOBODY, NOBODY)
+        os.setresuid(NOBODY, NOBODY, NOBODY)  # from root to nobody: every capability set is cleared
+    # Otherwise K is root of the zygote's user namespace, which maps only the grader's user: it keeps
+    # that id (the only one there is) and its rights until its own namespace is made (mapping a parent's
+    # uid 0 needs CAP_SETFCAP at that moment); a process has no rights in a parent namespace.
+    if request.get("own_user_namespace"):
+        _own_user_namespace()
+    _drop_capabilities()  # in whichever namespace the kernel now is
+    # Limits come after the user namespace: its budget is fixed from the limit in force when it is made.
     limits = request["limits"]
     for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
                         ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_NOFILE", limits["open_files"]),
                         ("RLIMIT_CORE", 0), ("RLIMIT_CPU", limits["cpu_seconds"])):
         resource.setrlimit(getattr(resource, name), (value, value))
-    os.setgroups([])
-    os.setresgid(NOBODY, NOBODY, NOBODY)
-    os.setresuid(NOBODY, NOBODY, NOBODY)  # from root to nobody: every capability set is cleared
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     environment = dict(request["env"])
     os.environ.clear()
@@ -133,8 +173,9 @@ def _become_kernel(request):
 
 
 def _child(request):
-    """C1: enter new namespaces, fork the reaper (pid 1), wait for it, exit with it."""
+    """C1: a new session (no controlling terminal), new namespaces, fork the reaper (pid 1), exit with it."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
     _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
     reaper = os.fork()
     if reaper:

@@ -14,6 +14,7 @@ so, and `require` turns that into `SandboxUnavailable`.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -32,7 +33,20 @@ from grader.limits import Limits
 
 NOBODY = 65534
 STALE_SECONDS = 6 * 3600
-LAYERS = ("network", "filesystem", "user", "pid_namespace", "rlimits", "ipc_transport")
+LAYERS = ("network", "filesystem", "user", "pid_namespace", "session", "rlimits", "ipc_transport")
+"""Isolation layers, each held or not for a grade."""
+ISOLATION = ("network", "filesystem", "user", "pid_namespace")
+"""The layers without which student code could reach the instructor's files, network or processes.
+
+`filesystem` is a private mount namespace in which the checkout, `solutions/`,
+outputs and gradebook are absent; `user` is no capabilities, no new
+privileges and an unprivileged user. `batch` refuses to grade without these
+unless told `--no-sandbox`; `--require-sandbox` refuses in every command.
+"""
+BUDGETS = ("own_user_namespace", "cgroup")
+"""What keeps one kernel from starving another: a user namespace of its own
+(RLIMIT_NPROC counts per user per user namespace) and a cgroup (memory and
+pids caps). Reported, never a reason to refuse."""
 
 
 def run_root() -> Path:
@@ -43,52 +57,114 @@ def run_root() -> Path:
 
 @dataclass(frozen=True)
 class SandboxReport:
-    """Which isolation layers were in force for a grade."""
+    """Which isolation layers were in force for a grade, and why any were not."""
 
     mode: str
-    """`bwrap` (full isolation), `bwrap+zygote` (the same, forked warm) or `process` (a plain local kernel)."""
+    """`bwrap` (bubblewrap kernel), `bwrap+zygote` (the same, forked warm) or `process` (a plain local kernel)."""
     layers: dict[str, bool]
-    """Each layer of architecture section 3 and whether it held."""
+    """Each layer of LAYERS and whether it held."""
     limits: dict[str, Any] = field(default_factory=dict)
     """The numeric limits applied."""
     missing_reason: str = ""
-    """Why layers are missing, when some are."""
+    """Why isolation layers are missing, when some are."""
+    rootless: bool = False
+    """The grader runs as a normal user: the kernel's user is mapped in a user namespace."""
+    budgets: dict[str, bool] = field(default_factory=dict)
+    """Each of BUDGETS and whether it held."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Why each layer or budget that did not hold did not."""
+
+    @property
+    def isolated(self) -> bool:
+        """Whether every layer of ISOLATION held."""
+        return all(self.layers.get(name, False) for name in ISOLATION)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the result JSON."""
-        return {"mode": self.mode, "layers": dict(self.layers), "limits": dict(self.limits),
+        return {"mode": self.mode, "runs_as": "user" if self.rootless else ("root" if os.geteuid() == 0 else "user"),
+                "rootless": self.rootless, "isolated": self.isolated,
+                "layers": dict(self.layers), "budgets": dict(self.budgets), "limits": dict(self.limits),
                 "missing": [name for name, held in self.layers.items() if not held],
-                "missing_reason": self.missing_reason}
+                "missing_reason": self.missing_reason, "reasons": dict(self.reasons)}
 
 
 def bwrap_path() -> str | None:
-    """The bubblewrap binary, if this host has it and can use it."""
+    """The bubblewrap binary, if this host has it."""
     if platform.system() != "Linux":
         return None
     return shutil.which("bwrap")
 
 
+@functools.lru_cache(maxsize=None)
+def _works(*argv: str) -> bool:
+    """Whether a short probe command exits 0 (the kernel or a policy may forbid a namespace)."""
+    import subprocess
+
+    try:
+        return subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _userns_for_nobody(tool: str) -> bool:
+    """As root: can a kernel that became `nobody` enter a user namespace of its own?"""
+    return _works(tool, "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--",
+                  "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs",
+                  "--", "unshare", "--user", "--map-current-user", "--", "true")
+
+
+def _userns_rootless(tool: str) -> bool:
+    """As a normal user: can bubblewrap build its sandbox in a user namespace?"""
+    return _works(tool, "--unshare-user", "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/",
+                  "--proc", "/proc", "--dev", "/dev", "--", "true")
+
+
+def _cgroup_reason() -> str:
+    if not Path("/sys/fs/cgroup/cgroup.controllers").is_file():
+        return "this host has no unified (v2) cgroup hierarchy delegated to the grader; memory is bounded per process (RLIMIT_AS)"
+    return "cgroup caps are not applied by this grader; memory is bounded per process (RLIMIT_AS)"
+
+
 def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxReport:
-    """Decide the isolation for this grade: `auto`, `bwrap` or `none`."""
+    """Decide the isolation for this grade: `auto`, `bwrap` or `none`.
+
+    As root, bubblewrap builds the namespaces and the kernel drops to
+    `nobody`; as a normal user, bubblewrap builds them inside a user
+    namespace that maps the kernel's user to the grader's. Either way each
+    kernel gets a user namespace of its own, so RLIMIT_NPROC is its own
+    budget. `require` raises when an ISOLATION layer is missing.
+    """
     tool = bwrap_path() if want in ("auto", "bwrap") else None
-    helpers = all(shutil.which(name) for name in ("setpriv", "prlimit"))
     limit_data = {"memory_bytes": limits.memory_bytes, "processes": limits.processes,
                   "file_bytes": limits.file_bytes, "open_files": limits.open_files,
                   "cpu_seconds": limits.cpu_seconds, "cell_timeout": limits.cell_timeout,
                   "notebook_timeout": limits.notebook_timeout,
                   "cell_output_chars": limits.cell_output_chars, "max_message_bytes": limits.max_message_bytes}
-    if tool and helpers and os.geteuid() == 0:
-        return SandboxReport("bwrap", {name: True for name in LAYERS}, limit_data)
+    root = os.geteuid() == 0
+    reasons = {"cgroup": _cgroup_reason()}
+    reason = ""
     if want == "none":
         reason = "isolation switched off (--no-sandbox)"
     elif not tool:
-        reason = "bubblewrap (bwrap) is not installed on this host" if platform.system() == "Linux" else f"no sandbox on {platform.system()}"
-    elif not helpers:
+        reason = ("bubblewrap (bwrap) is not installed on this host" if platform.system() == "Linux"
+                  else f"no sandbox on {platform.system()}")
+    elif not shutil.which("prlimit") or (root and not shutil.which("setpriv")):
         reason = "setpriv/prlimit (util-linux) are missing"
-    else:
-        reason = "the grader is not running as root, so it cannot drop to a separate user"
+    elif not root and not _userns_rootless(tool):
+        reason = "this host does not let a normal user create user namespaces (run as root, or allow them)"
+    if not reason:
+        own = _userns_for_nobody(tool) if root else True
+        if not own:
+            reasons["own_user_namespace"] = "the kernel's user cannot create a user namespace; all kernels share one process budget"
+        return SandboxReport("bwrap", {name: True for name in LAYERS}, limit_data, rootless=not root,
+                             budgets={"own_user_namespace": own, "cgroup": False}, reasons=reasons)
     layers = {name: name == "ipc_transport" and os.name == "posix" for name in LAYERS}
-    report = SandboxReport("process", layers, limit_data, missing_reason=reason)
+    layers["session"] = True  # jupyter_client starts every kernel in a new session
+    reasons.update({name: reason for name, held in layers.items() if not held})
+    reasons["own_user_namespace"] = reason
+    report = SandboxReport("process", layers, limit_data, missing_reason=reason, rootless=not root,
+                           budgets={"own_user_namespace": False, "cgroup": False}, reasons=reasons)
     if require:
         raise SandboxUnavailable(f"sandbox required but unavailable: {reason}")
     return report
@@ -144,13 +220,13 @@ class _SandboxKernelManager(AsyncKernelManager):
             folder.chmod(0o755)
         for folder in (self.rundir, self.scratch):
             folder.mkdir(mode=0o700)
-            if report.mode.startswith("bwrap"):
+            if report.mode.startswith("bwrap") and not report.rootless:
                 os.chown(folder, NOBODY, NOBODY)
         self.transport = "ipc"
         self.ip = str(self.rundir / "k")
         self.connection_file = str(self.rundir / "kernel.json")
         self._kernel_spec = KernelSpec(
-            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            argv=[python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             display_name="Python 3 (grader)", language="python", interrupt_mode="message",
         )
 
@@ -162,8 +238,9 @@ class _SandboxKernelManager(AsyncKernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         if not self.report.mode.startswith("bwrap"):
             return cmd
-        os.chown(self.connection_file, NOBODY, NOBODY)
-        return bwrap_argv(self.rundir, self.scratch, self.grade_limits) + cmd
+        if not self.report.rootless:
+            os.chown(self.connection_file, NOBODY, NOBODY)
+        return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report) + cmd
 
     def start_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `start_kernel`: clean environment, scratch cwd, quiet stdio."""
@@ -191,17 +268,37 @@ def kernel_env(scratch: Path) -> dict[str, str]:
     }
 
 
+def python() -> str:
+    """This interpreter as the sandbox sees it: an absolute path without `..` (only bound folders exist there)."""
+    return os.path.abspath(sys.executable)
+
+
 def _parents(path: Path) -> list[str]:
     return [str(p) for p in reversed(path.parents) if str(p) != "/"]
 
 
-def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], drop_caps: bool) -> list[str]:
-    """The read-only whitelist every kernel sees, plus `writable` dirs bound at their own paths."""
+def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootless: bool, keep_caps: bool) -> list[str]:
+    """The read-only whitelist every kernel sees, plus `writable` dirs bound at their own paths.
+
+    Every sandbox starts a new session (no controlling terminal: nothing can
+    be typed into the grader's terminal with TIOCSTI). As a normal user the
+    sandbox is built inside a user namespace: the kernel's user (`nobody`, or
+    root for the zygote, which needs its capabilities to build each kernel's
+    namespaces) maps to the grader's own user and holds no rights outside.
+    """
     venv = Path(sys.prefix).resolve()
     base = Path(sys.base_prefix).resolve()
-    argv = [bwrap_path() or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-    if drop_caps:
+    argv = [bwrap_path() or "bwrap", "--die-with-parent", "--new-session"]
+    if rootless:
+        uid = 0 if keep_caps else NOBODY
+        argv += ["--unshare-user", "--uid", str(uid), "--gid", str(uid)]
+    argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+             "--hostname", "sandbox"]
+    if rootless and keep_caps:
+        argv += ["--cap-add", "ALL"]
+    elif rootless:
+        argv += ["--cap-drop", "ALL"]
+    elif not keep_caps:
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
                  "--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_DAC_OVERRIDE"]
     argv += ["--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
@@ -224,31 +321,51 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], drop_c
         argv += ["--ro-bind", str(venv), str(venv)]
     for folder in writable:
         argv += ["--bind", str(folder), str(folder)]
-    argv += ["--chdir", str(workdir), "--clearenv"]
+    # The root and the folders made on it (/etc, the parents of the binds) are read-only: as a normal user
+    # they belong to the sandbox's own user, and a zygote's are shared by every kernel it forks.
+    argv += ["--remount-ro", "/", "--chdir", str(workdir), "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, f"{venv}/bin:/usr/bin:/bin" if key == "PATH" else value]
     return argv
 
 
-def bwrap_argv(rundir: Path, scratch: Path, limits: Limits) -> list[str]:
-    """bubblewrap -> setpriv -> prlimit prefix for a fresh kernel's command."""
-    return _bwrap_base([rundir, scratch], scratch, kernel_env(scratch), drop_caps=True) + [
-        "--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-        "--", "prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
-        f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0",
-        f"--cpu={limits.cpu_seconds}", "--"]
+def _prlimit(limits: Limits) -> list[str]:
+    return ["prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+            f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0",
+            f"--cpu={limits.cpu_seconds}", "--"]
 
 
-def bwrap_zygote_argv(home: Path, limits: Limits) -> list[str]:
-    """bubblewrap prefix for the kernel zygote: root keeps its capabilities to build each child's namespaces.
+def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxReport) -> list[str]:
+    """The prefix of a fresh kernel's command.
+
+    As root: bubblewrap -> setpriv (nobody, no capabilities, no new
+    privileges) -> unshare (a user namespace of the kernel's own, so that
+    RLIMIT_NPROC counts this kernel alone; set after it, so the budget is
+    not the shared one) -> prlimit. As a normal user: bubblewrap in a user
+    namespace of its own (which also drops every capability and sets no new
+    privileges, and refuses further user namespaces) -> prlimit.
+    """
+    argv = _bwrap_base([rundir, scratch], scratch, kernel_env(scratch), rootless=report.rootless, keep_caps=False)
+    if report.rootless:
+        return argv + ["--disable-userns", "--"] + _prlimit(limits)
+    argv += ["--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    if report.budgets.get("own_user_namespace"):
+        argv += ["unshare", "--user", "--map-current-user", "--"]
+    return argv + _prlimit(limits)
+
+
+def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool) -> list[str]:
+    """bubblewrap prefix for the kernel zygote: root (of its own user namespace, as a normal user)
+    keeps its capabilities to build each child's namespaces.
 
     Process-start settings (malloc arenas, JAX platform, BLAS threads, hash
     seed) are fixed here, since forked kernels inherit them.
     """
     root = run_root()
     env = dict(kernel_env(Path("/tmp")), PYDEVD_DISABLE_FILE_VALIDATION="1")
-    return _bwrap_base([root / "run", root / "scratch", home], Path("/tmp"), env, drop_caps=False) + ["--"]
+    return _bwrap_base([root / "run", root / "scratch", home], Path("/tmp"), env, rootless=rootless,
+                       keep_caps=True) + ["--"]
 
 
 def kernel_manager(report: SandboxReport, limits: Limits, **kwargs: Any) -> _SandboxKernelManager:

@@ -107,10 +107,13 @@ class Zygote:
         (self.home / "code").mkdir(mode=0o700)
         shutil.copy(SCRIPT, self.home / "code" / SCRIPT.name)
         self.socket_path = self.home / "z.sock"
-        argv = sandbox.bwrap_zygote_argv(self.home, limits) + [
-            sys.executable, str(self.home / "code" / SCRIPT.name), str(self.socket_path)]
+        self.rootless = os.geteuid() != 0
+        argv = sandbox.bwrap_zygote_argv(self.home, limits, self.rootless) + [
+            sandbox.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path)]
+        # A session of its own: no kernel forked from it can reach the grader's terminal.
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+                                        stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"},
+                                        start_new_session=True)
         self.pidfd = os.pidfd_open(self.process.pid)
         self.ready = False
         if wait:
@@ -219,8 +222,10 @@ def request_for(km: Any, limits: Limits) -> dict[str, Any]:
     env = sandbox.kernel_env(km.scratch)
     env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
     prefixes = {str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}
+    report = km.report
     return {"connection_file": km.connection_file, "rundir": str(km.rundir), "scratch": str(km.scratch),
             "keep_readonly": sorted(p for p in prefixes if p.startswith("/tmp/")),
+            "become_nobody": not report.rootless, "own_user_namespace": bool(report.budgets.get("own_user_namespace")),
             "env": env, "limits": {k: v for k, v in asdict(limits).items()
                                    if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")}}
 

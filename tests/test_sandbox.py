@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -49,8 +50,12 @@ both = pytest.mark.parametrize("warm", [False, True], ids=["fresh", "zygote"])
 
 def test_every_layer_is_reported_in_force(graded):
     box = graded.solution(LESSON)["sandbox"]
-    assert box["mode"] == "bwrap" and box["missing"] == []
+    assert box["mode"] == "bwrap" and box["missing"] == [] and box["isolated"] is True
     assert set(box["layers"]) == set(sandbox.LAYERS) and all(box["layers"].values())
+    assert box["runs_as"] == ("root" if os.geteuid() == 0 else "user") and box["rootless"] is (os.geteuid() != 0)
+    # this kind of host delegates no cgroup: the result says so instead of claiming a bound it does not hold
+    assert box["budgets"]["own_user_namespace"] is True
+    assert box["budgets"]["cgroup"] is False and "RLIMIT_AS" in box["reasons"]["cgroup"]
 
 
 @both
@@ -157,7 +162,7 @@ def test_exits_and_crashes_are_recorded_for_their_exercise(tmp_path, warm):
 
 @both
 def test_an_interrupt_ignoring_loop_is_stopped(tmp_path, warm):
-    limits = replace(FAST, cell_timeout=2, notebook_timeout=60)
+    limits = replace(FAST, cell_timeouts=(("answer-batch-collection", 2),), notebook_timeout=60)
     began = time.monotonic()
     result = _grade(tmp_path, "ignores-interrupt", limits=limits, warm=warm)
     assert statuses(result)["batch-collection"] == "timeout"
@@ -166,7 +171,7 @@ def test_an_interrupt_ignoring_loop_is_stopped(tmp_path, warm):
 
 
 def test_the_notebook_watchdog_ends_a_run_at_its_deadline(tmp_path):
-    limits = replace(FAST, cell_timeout=120, probe_timeout=120, notebook_timeout=10)
+    limits = replace(FAST, cell_timeout=120, probe_timeout=120, cell_timeouts=(), notebook_timeout=10)
     result = _grade(tmp_path, "ignores-interrupt", limits=limits)
     assert result["run"]["deadline_hit"] is True
     assert statuses(result)["batch-collection"] == "timeout"
@@ -274,3 +279,37 @@ def test_homes_of_dead_zygotes_are_swept_and_live_ones_kept(tmp_path):
         (home / "code").mkdir(parents=True)
     sandbox.sweep_stale(tmp_path)
     assert not dead.exists() and live.is_dir()
+
+
+@both
+def test_every_kernel_has_a_user_namespace_and_no_terminal_of_its_own(make_notebook, warm):
+    import nbformat
+
+    from grader import run, zygote
+
+    report = sandbox.plan(FAST)
+    notebook = nbformat.read(str(make_notebook(
+        "import os, resource\n"
+        "print(os.readlink('/proc/self/ns/user'), resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
+        "try:\n    os.open('/dev/tty', os.O_RDWR)\n    print('tty')\nexcept OSError as err:\n    print(err.errno)")), 4)
+    make = (lambda: zygote.kernel_manager(report, FAST)) if warm else (lambda: sandbox.kernel_manager(report, FAST))
+    seen = []
+    for _ in range(2):
+        done = run.execute(notebook, [], FAST, make)
+        seen.append("".join(o.get("text", "") for o in done.notebook.cells[0].outputs).split())
+    assert seen[0][0] != seen[1][0] != os.readlink("/proc/self/ns/user")  # one namespace per kernel
+    assert seen[0][1] == str(FAST.processes)
+    assert seen[0][2] == "6"  # ENXIO: no controlling terminal to type into
+
+
+def test_a_kernel_cannot_type_into_the_terminal_of_grade(tmp_path):
+    if shutil.which("script") is None:
+        pytest.skip("util-linux `script` is not installed")
+    mark = f"typed-{uuid.uuid4().hex[:8]}"
+    text = (HOSTILE / "types-into-the-terminal.py").read_text().replace("__MARK__", mark)
+    path = write(patched_solution(LESSON, text), tmp_path / "tty.ipynb")
+    grader = str(Path(sys.executable).with_name("grader"))
+    shown = subprocess.run(["script", "-qec", f"'{grader}' grade '{path}' --lesson {LESSON} --cell-timeout 30",
+                            "/dev/null"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stdout[-2000:]
+    assert "9 / 9" in shown.stdout and mark not in shown.stdout
