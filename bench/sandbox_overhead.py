@@ -1,6 +1,10 @@
 """Grading time with and without the sandbox, alternating runs.
 
 Usage: python bench/sandbox_overhead.py [rounds]
+
+Run it as root (bubblewrap builds the namespaces, the kernel drops to
+`nobody`) and as a normal user (bubblewrap inside a user namespace): the
+first line says which. `.ci/rootless` sets up such a user and its venv.
 """
 
 from __future__ import annotations
@@ -17,8 +21,12 @@ from grader.limits import Limits
 
 
 def main(rounds: int) -> None:
-    if sandbox.plan(Limits()).mode != "bwrap":
+    report = sandbox.plan(Limits())
+    if report.mode != "bwrap":
         sys.exit("bubblewrap is not available here; nothing to compare")
+    print("sandbox: bubblewrap " + ("in a user namespace, grader running as a normal user" if report.rootless
+                                    else "run by root, kernel dropped to nobody")
+          + f"; every kernel in a user namespace of its own: {report.budgets['own_user_namespace']}")
     with tempfile.TemporaryDirectory() as tmp:
         for lesson_id in ("inference-capacity", "inference-scaling"):
             path = Path(tmp) / f"{lesson_id}.ipynb"
