@@ -21,7 +21,7 @@ from conftest import FAST
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"
 SUBS = Path(__file__).parent / "submissions" / LESSON
-LIMIT_FLAGS = ["--cell-timeout", "4", "--notebook-timeout", "90"]
+LIMIT_FLAGS = ["--cell-timeout-for", "answer-batch-collection=3", "--notebook-timeout", "90"]
 
 
 SANDBOXED = sandbox.plan(FAST).mode == "bwrap"
