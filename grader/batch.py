@@ -17,6 +17,7 @@ import itertools
 import multiprocessing
 import os
 import resource
+import secrets
 import signal
 import sqlite3
 import sys
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader import grading
-from grader import lessons, record, render
+from grader import files, lessons, record, render
 
 SUFFIXES = (".ipynb", ".py")
 
@@ -105,8 +106,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     began = time.monotonic()
     folder, out = Path(folder), Path(out)
     lesson = lessons.get(lesson_id)
-    (out / "results").mkdir(parents=True, exist_ok=True)
-    (out / "reports").mkdir(parents=True, exist_ok=True)
+    files.make_dirs(out / "results")
+    files.make_dirs(out / "reports")
     book = record.Gradebook(out / "gradebook.sqlite")
     todo, clashes, skipped = [], [], 0
     by_student: dict[str, list[Path]] = {}
@@ -123,7 +124,10 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     jobs = max(1, jobs or default_jobs())
     if todo:
         _refuse_without_isolation(options)
-    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None)
+    # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks.
+    hash_seed = options.hash_seed if options.hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
+    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None,
+                      hash_seed=hash_seed)
     counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0, "failures": 0}
     named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
     if todo and scheduler is None:
@@ -145,7 +149,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     finally:
         latest = book.latest(lesson.id)
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv")
-        record.write_atomic(out / "index.html", render.dashboard_html(latest, lesson))
+        files.write_text(out / "index.html", render.dashboard_html(latest, lesson))
         book.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return Summary(total=len(by_student), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
@@ -201,11 +205,11 @@ def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) 
     executed = data.pop(grading.NOTEBOOK_KEY, None)
     report = data.pop(grading.REPORT_KEY, None)
     if executed:
-        record.write_atomic(out / "notebooks" / f"{path.stem}.ipynb", executed)
+        files.write_text(out / "notebooks" / f"{path.stem}.ipynb", executed)
     data.setdefault("digest", digest(path))
     data.setdefault("graded_at", data.get("environment", {}).get("graded_at"))
     record.write_json(data, out / "results" / f"{path.stem}.json")
-    record.write_atomic(out / "reports" / f"{path.stem}.html", report or render.report_html(data))
+    files.write_text(out / "reports" / f"{path.stem}.html", report or render.report_html(data))
     book.add(data, data["digest"])
 
 

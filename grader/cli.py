@@ -1,8 +1,9 @@
 """Command line: grade, check, release, validate, batch, portfolio.
 
-Each command calls one library function and one renderer. Only `GraderError`
-is caught here (one stderr line, exit 2); anything else is a grader bug and
-keeps its traceback.
+Each command calls one library function and one renderer. User errors are
+caught in one place, the group's `invoke`: a `GraderError` is one stderr line
+and exit 2, Ctrl-C is one line and exit 130; anything else is a grader bug
+and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import click
 
 from grader import batch as batching
 from grader import grading
-from grader import lessons, portfolio, record, render
+from grader import files, lessons, portfolio, record, render
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
 
@@ -54,14 +55,28 @@ def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None) -
     elif json_path:
         record.write_json(data, json_path)
     if html_path:
-        record.write_atomic(html_path, render.report_html(data))
+        files.write_text(html_path, render.report_html(data))
 
 
-def _fail(reason: str, path: Path, lesson: str | None, json_path: str | None, html_path: Path | None) -> None:
-    data = grading.rejected(path, reason, lesson).to_dict()
-    _emit(data, json_path, html_path)
-    click.echo(f"grader: {reason}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
+class _Interrupted(GraderError):
+    """Ctrl-C, with what is kept and how to go on."""
+
+
+class _Main(click.Group):
+    """The one place user errors become a line on stderr and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _Interrupted as err:
+            click.echo(f"\ngrader: {err}", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt:
+            click.echo("\ngrader: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except GraderError as err:
+            click.echo(f"grader: {err}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
 
 
 class _CellBudget(click.ParamType):
@@ -85,7 +100,9 @@ class _CellBudget(click.ParamType):
 def _sandbox_options(fn: Any) -> Any:
     fn = click.option("--cell-timeout-for", "per_cell", type=_CellBudget(), multiple=True,
                       help="Seconds for one cell, by its id (repeatable); overrides --cell-timeout there.")(fn)
-    fn = click.option("--seed", type=int, help="Seed for hidden cases (replays a recorded grade).")(fn)
+    fn = click.option("--seed", type=click.IntRange(min=0), help="Seed for hidden cases (replays a recorded grade).")(fn)
+    fn = click.option("--hash-seed", type=click.IntRange(0, grading.MAX_HASH_SEED),
+                      help="The kernel's PYTHONHASHSEED (default: derived from --seed; a batch records its own).")(fn)
     fn = click.option("--no-sandbox", "sandbox", flag_value="none", help="Run the kernel without isolation.")(fn)
     fn = click.option("--sandbox", "sandbox", flag_value="bwrap", help="Insist on the bubblewrap sandbox.")(fn)
     fn = click.option("--require-sandbox", is_flag=True, help="Refuse to grade unless every isolation layer holds.")(fn)
@@ -94,27 +111,29 @@ def _sandbox_options(fn: Any) -> Any:
     return fn
 
 
-@click.group()
+@click.group(cls=_Main)
 def main() -> None:
     """Grade notebooks of the inference-serving course."""
 
 
 @main.command("grade")
 @click.argument("submission", type=_FILE)
-@click.option("--lesson", "lesson_id", required=True, help="Lesson id: a folder under lessons/.")
+@click.option("--lesson", "lesson_id", help="Lesson id (default: read from the notebook's metadata).")
 @click.option("--json", "json_path", help="Write the result JSON here ('-' for standard output).")
 @click.option("--html", "html_path", type=_FILE, help="Write the evidence report here.")
 @_sandbox_options
-def grade_cmd(submission: Path, lesson_id: str, json_path: str | None, html_path: Path | None, seed: int | None,
-              sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
-              notebook_timeout: float | None, per_cell: tuple[tuple[str, float], ...]) -> None:
+def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, html_path: Path | None,
+              seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
+              cell_timeout: float | None, notebook_timeout: float | None,
+              per_cell: tuple[tuple[str, float], ...]) -> None:
     """Grade one .ipynb or .py submission."""
-    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout, per_cell=per_cell)
+    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
+                               per_cell=per_cell), hash_seed=hash_seed)
     try:
         result = grading.grade(submission, lesson_id, options)
-    except GraderError as err:
-        _fail(str(err), submission, lesson_id, json_path, html_path)
-        return
+    except GraderError as err:  # the reason is also a `rejected` result where one was asked for
+        _emit(grading.rejected(submission, str(err), lesson_id).to_dict(), json_path, html_path)
+        raise
     data = result.to_dict()
     _warn_sandbox(data)
     _emit(data, json_path, html_path)
@@ -130,11 +149,7 @@ def grade_cmd(submission: Path, lesson_id: str, json_path: str | None, html_path
 def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
     """Self-check before submitting: public checks only, readable feedback."""
     options = _options(None, sandbox or "none", False, cell_timeout, None, public_only=True)
-    try:
-        result = grading.grade(submission, lesson_id, options)
-    except GraderError as err:
-        click.echo(f"grader: {err}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+    result = grading.grade(submission, lesson_id, options)
     click.echo(render.check_text(result.to_dict()))
 
 
@@ -143,27 +158,19 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 def release_cmd(lesson_id: str, out_dir: Path) -> None:
     """Write the student notebook of a lesson (no reference code in it)."""
-    try:
-        path = lessons.release(lesson_id, out_dir)
-    except GraderError as err:
-        click.echo(f"grader: {err}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    click.echo(str(path))
+    click.echo(str(lessons.release(lesson_id, out_dir)))
 
 
 @main.command("validate")
 @click.argument("lesson_id")
 @_sandbox_options
-def validate_cmd(lesson_id: str, seed: int | None, sandbox: str | None, require_sandbox: bool,
-                 cell_timeout: float | None, notebook_timeout: float | None,
+def validate_cmd(lesson_id: str, seed: int | None, hash_seed: int | None, sandbox: str | None,
+                 require_sandbox: bool, cell_timeout: float | None, notebook_timeout: float | None,
                  per_cell: tuple[tuple[str, float], ...]) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
-    options = _options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout, per_cell=per_cell)
-    try:
-        outcome = grading.validate(lesson_id, options)
-    except GraderError as err:
-        click.echo(f"grader: {err}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
+                               per_cell=per_cell), hash_seed=hash_seed)
+    outcome = grading.validate(lesson_id, options)
     click.echo(render.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
 
@@ -177,23 +184,20 @@ def validate_cmd(lesson_id: str, seed: int | None, sandbox: str | None, require_
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @_sandbox_options
 def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
-              seed: int | None, sandbox: str | None, require_sandbox: bool, cell_timeout: float | None,
-              notebook_timeout: float | None, per_cell: tuple[tuple[str, float], ...]) -> None:
+              seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
+              cell_timeout: float | None, notebook_timeout: float | None,
+              per_cell: tuple[tuple[str, float], ...]) -> None:
     """Grade every submission in FOLDER; rerun to resume."""
     options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
-                               per_cell=per_cell), zygote=not no_zygote)
+                               per_cell=per_cell), zygote=not no_zygote, hash_seed=hash_seed)
     if sandbox == "none":
         click.echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler)
-    except GraderError as err:
-        click.echo(f"grader: {err}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        click.echo(f"\ngrader: interrupted; every result recorded in {out_dir} is kept: run the same command "
-                   "again to grade the rest", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        raise _Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
+                           "again to grade the rest") from None
     click.echo(batching.report_line(summary))
 
 
@@ -203,12 +207,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 @click.option("--lesson", "lesson_id", help="Lesson of the submissions given (default: from their metadata).")
 def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | None) -> None:
     """Export a student's evidence portfolio from results or submissions."""
-    try:
-        path = portfolio.build(list(sources), out_file, lesson_id)
-    except GraderError as err:
-        click.echo(f"grader: {err}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    click.echo(str(path))
+    click.echo(str(portfolio.build(list(sources), out_file, lesson_id)))
 
 
 @main.command("build-solution", hidden=True)
@@ -219,7 +218,7 @@ def build_solution_cmd(lesson_id: str) -> None:
 
     lesson = lessons.get(lesson_id)
     target = lesson.solutions / "solution.ipynb"
-    nbformat.write(lessons.solution_notebook(lesson), str(target))
+    files.write_text(target, nbformat.writes(lessons.solution_notebook(lesson)))
     click.echo(str(target))
 
 

@@ -38,6 +38,19 @@ class Options:
     """How many grades ran concurrently (recorded with the measurements)."""
     zygote: bool = False
     """Fork each single-use kernel from a warm zygote (batch grading); bubblewrap only."""
+    hash_seed: int | None = None
+    """The kernel's PYTHONHASHSEED; None derives it from `seed` (a batch draws one for all its kernels)."""
+
+
+MAX_HASH_SEED = 2**32 - 1
+"""The largest PYTHONHASHSEED Python accepts."""
+
+
+def hash_seed_for(options: Options, seed: int) -> int:
+    """The hash seed of a grade: given, or derived from the hidden-case seed (0 for a self-check)."""
+    if options.hash_seed is not None:
+        return options.hash_seed
+    return 0 if options.public_only else seed % (MAX_HASH_SEED + 1)
 
 
 def environment(jobs_at_once: int) -> dict[str, Any]:
@@ -85,7 +98,8 @@ def prepare(lesson_id: str, options: Options) -> None:
         mode = sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode
     except GraderError:
         mode = "none"
-    starting = zygote.start_shared(options.limits) if options.zygote and mode == "bwrap" else None
+    hash_seed = options.hash_seed if options.hash_seed is not None else 0
+    starting = zygote.start_shared(options.limits, hash_seed) if options.zygote and mode == "bwrap" else None
     lessons.get(lesson_id)
     if not options.public_only:
         lessons.reference(lesson_id)
@@ -183,8 +197,9 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
           student: str | None = None) -> GradeResult:
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
-    lesson = lessons.get(_lesson_id(lesson_id, submission, prefer_metadata=options.public_only))
+    lesson = lessons.get(_lesson_id(lesson_id, submission))
     seed = options.seed if options.seed is not None else secrets.randbelow(2**62)
+    hash_seed = hash_seed_for(options, seed)
     plans = _plans(lesson, seed, options.public_only)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
     sandbox.sweep_stale()
@@ -199,8 +214,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     if warm:
         report = dataclasses.replace(report, mode="bwrap+zygote")
     executed = run.execute(submission.notebook, tail, options.limits,
-                           (lambda: zygote.kernel_manager(report, options.limits)) if warm
-                           else (lambda: sandbox.kernel_manager(report, options.limits)),
+                           (lambda: zygote.kernel_manager(report, options.limits, hash_seed)) if warm
+                           else (lambda: sandbox.kernel_manager(report, options.limits, hash_seed)),
                            given=_given_cells(lesson, submission.notebook))
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
@@ -211,6 +226,14 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         expectations = [judge.expectation(case, reference) for case in plan.cases]
         verdicts.append(judge.judge(ex, list(plan.cases), probes[ex.id], expectations, executed.cells,
                                     submission.notebook, checks))
+    notes = list(submission.notes)
+    other = lessons.other_lesson(lesson, submission.notebook)
+    if other and any(v.status == "missing" for v in verdicts):
+        hint = (f"this notebook defines {other[1]} of the {other[2]} names of lesson '{other[0]}': is it that "
+                f"lesson's notebook? (graded as '{lesson.id}')")
+        notes.insert(0, hint)
+        verdicts = [dataclasses.replace(v, messages=(hint,) + v.messages) if v.status == "missing" else v
+                    for v in verdicts]
     measured, simulated = _evidence(lesson, plans, probes)
     values = _values(lesson, evidence_plan, probe.collect(evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}),
                                                           nonce, options.limits.probe_payload_bytes))
@@ -229,8 +252,9 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         extra={
             "mode": "check" if options.public_only else "grade",
             "seed": None if options.public_only else seed,
+            "hash_seed": hash_seed,
             "digest": submission.digest, "submission": Path(submission.path).name,
-            "graded_at": env["graded_at"], "notes": list(submission.notes) + list(executed.dropped),
+            "graded_at": env["graded_at"], "notes": notes + list(executed.dropped),
             "run": {"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
                     "timings": {k: round(v, 3) for k, v in executed.timings.items()},
                     "flood": executed.flood, "deadline_hit": executed.deadline_hit},
@@ -251,16 +275,20 @@ def _given_cells(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
                      if cell.cell_type == "code" and cell.source.strip() in given)
 
 
-def _lesson_id(lesson_id: str | None, submission: load.Submission, prefer_metadata: bool) -> str:
-    """`grade` trusts --lesson; the self-check trusts what `release` wrote into the notebook."""
-    if prefer_metadata and submission.lesson_hint:
-        return submission.lesson_hint
-    if lesson_id:
-        return lesson_id
-    if submission.lesson_hint:
-        return submission.lesson_hint
+def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:
+    """The lesson to grade against: the notebook's metadata (written by `release`) and `--lesson` must agree.
+
+    Either alone decides; when both are given and differ, nothing is guessed.
+    """
+    name = Path(submission.path).name
+    hint = submission.lesson_hint
+    if hint and lesson_id and hint != lesson_id:
+        raise LessonError(f"{name}: the notebook is lesson '{hint}' (its metadata says so), not '{lesson_id}'; "
+                          f"grade it with --lesson {hint}, or start from the notebook of lesson '{lesson_id}'")
+    if lesson_id or hint:
+        return str(lesson_id or hint)
     known = ", ".join(lessons.available())
-    raise LessonError(f"{Path(submission.path).name}: no lesson in the notebook's metadata; pass --lesson ({known})")
+    raise LessonError(f"{name}: no lesson in the notebook's metadata; pass --lesson ({known})")
 
 
 __all__ = ["Options", "grade", "rejected", "environment", "SubmissionRejected", "wire"]

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import nbformat
 import numpy as np
 
-from grader import load
+from grader import files, load
 from grader.errors import LessonError
 
 KINDS = ("simulated", "measured")
@@ -238,6 +238,54 @@ def scaffold(lesson: Lesson) -> Any:
     return notebook
 
 
+def top_level_names(notebook: Any) -> set[str]:
+    """Names a notebook's code cells define at top level (functions, classes, assignments, imports)."""
+    import ast
+
+    names: set[str] = set()
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython magics, or a cell that does not parse: its names are not counted
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def needed_names(lesson: Lesson) -> set[str]:
+    """Every name the lesson's exercises need."""
+    return {name for ex in lesson.exercises for name in ex.needs}
+
+
+def other_lesson(lesson: Lesson, notebook: Any) -> tuple[str, int, int] | None:
+    """(id, names defined, names needed) of another lesson whose names the notebook defines far better."""
+    names = top_level_names(notebook)
+    own = len(needed_names(lesson) & names) / max(1, len(needed_names(lesson)))
+    best: tuple[float, str, int, int] | None = None
+    for other_id in available():
+        if other_id == lesson.id:
+            continue
+        try:
+            needs = needed_names(get(other_id))
+        except LessonError:
+            continue
+        share = len(needs & names) / max(1, len(needs))
+        if best is None or share > best[0]:
+            best = (share, other_id, len(needs & names), len(needs))
+    if best is None or best[0] < 0.5 or best[0] <= own:
+        return None
+    return best[1], best[2], best[3]
+
+
 @functools.lru_cache(maxsize=None)
 def given_sources(lesson_id: str) -> frozenset[str]:
     """The sources (stripped) of the scaffold's code cells tagged `given`."""
@@ -247,11 +295,7 @@ def given_sources(lesson_id: str) -> frozenset[str]:
 def release(lesson_id: str, out_dir: str | Path) -> Path:
     """Write the student notebook `<out_dir>/<lesson id>.ipynb`; no reference code is in it."""
     lesson = get(lesson_id)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / f"{lesson.id}.ipynb"
-    nbformat.write(scaffold(lesson), str(target))
-    return target
+    return files.write_text(Path(out_dir) / f"{lesson.id}.ipynb", nbformat.writes(scaffold(lesson)))
 
 
 def answer_cells(lesson: Lesson) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import nbformat
 
-from grader import grading, record, render
+from grader import files, grading, record, render
 from grader.errors import GraderError
 
 
@@ -43,10 +43,11 @@ def build(sources: list[Path], out: Path, lesson_id: str | None = None) -> Path:
         if any(e["folder"] == folder for e in entries):
             raise GraderError(f"two inputs are for lesson '{folder}'; a portfolio holds one result per lesson")
         entries.append({"folder": folder, "data": data, "notebook": notebook})
-    students = sorted({e["data"]["student"] for e in entries})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    students = sorted({str(e["data"]["student"]) for e in entries})
+    if len(students) > 1:
+        raise GraderError(f"these results belong to different students ({', '.join(students)}); "
+                          "a portfolio holds one student's work")
+    with files.replacing(out) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for e in entries:
             archive.writestr(f"{e['folder']}/report.html", render.report_html(e["data"]))
             archive.writestr(f"{e['folder']}/report.md", render.report_md(e["data"]))
@@ -55,5 +56,4 @@ def build(sources: list[Path], out: Path, lesson_id: str | None = None) -> Path:
                 archive.writestr(f"{e['folder']}/notebook.ipynb", e["notebook"])
         archive.writestr("index.html", render.portfolio_index(
             students, [{"folder": e["folder"], "data": e["data"], "has_notebook": bool(e["notebook"])} for e in entries]))
-    tmp.replace(out)
     return out

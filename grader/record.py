@@ -8,14 +8,14 @@ interrupted and restarted grades only what is missing and loses nothing.
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import sqlite3
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import files
 from .errors import GradebookError
 
 SCHEMA = 1
@@ -75,25 +75,9 @@ def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=False, allow_nan=True, default=str) + "\n"
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write text so that readers see the old file or the new one, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json(data: dict[str, Any], path: str | Path) -> None:
     """Write one result JSON atomically."""
-    write_atomic(path, dumps(data))
+    files.write_text(path, dumps(data))
 
 
 class Gradebook:
@@ -101,7 +85,7 @@ class Gradebook:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        files.make_dirs(self.path.parent)
         self.db = sqlite3.connect(str(self.path), timeout=30)
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -179,6 +163,6 @@ def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str 
         scores = {e["id"]: e["score"] for e in data.get("exercises", [])}
         rows.append([data["student"], data.get("lesson") or "", data["status"], data.get("score", 0),
                      data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], data.get("error") or ""])
-    with tempfile.NamedTemporaryFile("w", newline="", delete=False, dir=Path(path).parent, suffix=".tmp") as out:
-        csv.writer(out).writerows(rows)
-    os.replace(out.name, path)
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows(rows)
+    files.write_text(path, text.getvalue())

@@ -207,10 +207,11 @@ class _SandboxKernelManager(AsyncKernelManager):
             self.provisioner = self.provisioner_factory(self)
         return await super()._async_pre_start_kernel(**kw)
 
-    def __init__(self, *, report: SandboxReport, limits: Limits, **kwargs: Any) -> None:
+    def __init__(self, *, report: SandboxReport, limits: Limits, hash_seed: int = 0, **kwargs: Any) -> None:
         super().__init__(kernel_name="python3", **kwargs)
         self.report = report
         self.grade_limits = limits
+        self.hash_seed = hash_seed
         rid = uuid.uuid4().hex[:10]
         root = run_root()
         self.rundir = root / "run" / rid
@@ -240,13 +241,13 @@ class _SandboxKernelManager(AsyncKernelManager):
             return cmd
         if not self.report.rootless:
             os.chown(self.connection_file, NOBODY, NOBODY)
-        return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report) + cmd
+        return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report, self.hash_seed) + cmd
 
     def start_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `start_kernel`: clean environment, scratch cwd, quiet stdio."""
         import subprocess
 
-        env = kernel_env(self.scratch)
+        env = kernel_env(self.scratch, self.hash_seed)
         if not self.report.mode.startswith("bwrap"):
             env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
         return {"env": env, "cwd": str(self.scratch), "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -257,9 +258,14 @@ class _SandboxKernelManager(AsyncKernelManager):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def kernel_env(scratch: Path) -> dict[str, str]:
-    """The kernel's whole environment: nothing of the grader's leaks in."""
-    return {
+def kernel_env(scratch: Path, hash_seed: int = 0) -> dict[str, str]:
+    """The kernel's whole environment: nothing of the grader's leaks in.
+
+    PYTHONHASHSEED fixes set and dict-of-str iteration order, so a grade
+    replays exactly; it is read when an interpreter starts (for a zygote,
+    once for every kernel it forks).
+    """
+    return {"PYTHONHASHSEED": str(hash_seed),
         "PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": "/tmp", "LANG": "C.UTF-8",
         "IPYTHONDIR": "/tmp/.ipython", "MPLCONFIGDIR": "/tmp/.mpl", "XDG_CACHE_HOME": "/tmp/.cache",
         "JAX_PLATFORMS": "cpu", "MALLOC_ARENA_MAX": "2", "PYTHONNOUSERSITE": "1",
@@ -335,7 +341,7 @@ def _prlimit(limits: Limits) -> list[str]:
             f"--cpu={limits.cpu_seconds}", "--"]
 
 
-def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxReport) -> list[str]:
+def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxReport, hash_seed: int = 0) -> list[str]:
     """The prefix of a fresh kernel's command.
 
     As root: bubblewrap -> setpriv (nobody, no capabilities, no new
@@ -345,7 +351,8 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxRepor
     namespace of its own (which also drops every capability and sets no new
     privileges, and refuses further user namespaces) -> prlimit.
     """
-    argv = _bwrap_base([rundir, scratch], scratch, kernel_env(scratch), rootless=report.rootless, keep_caps=False)
+    argv = _bwrap_base([rundir, scratch], scratch, kernel_env(scratch, hash_seed), rootless=report.rootless,
+                       keep_caps=False)
     if report.rootless:
         return argv + ["--disable-userns", "--"] + _prlimit(limits)
     argv += ["--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
@@ -355,7 +362,7 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxRepor
     return argv + _prlimit(limits)
 
 
-def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool) -> list[str]:
+def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool, hash_seed: int = 0) -> list[str]:
     """bubblewrap prefix for the kernel zygote: root (of its own user namespace, as a normal user)
     keeps its capabilities to build each child's namespaces.
 
@@ -363,11 +370,11 @@ def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool) -> list[str]:
     seed) are fixed here, since forked kernels inherit them.
     """
     root = run_root()
-    env = dict(kernel_env(Path("/tmp")), PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env = dict(kernel_env(Path("/tmp"), hash_seed), PYDEVD_DISABLE_FILE_VALIDATION="1")
     return _bwrap_base([root / "run", root / "scratch", home], Path("/tmp"), env, rootless=rootless,
                        keep_caps=True) + ["--"]
 
 
-def kernel_manager(report: SandboxReport, limits: Limits, **kwargs: Any) -> _SandboxKernelManager:
+def kernel_manager(report: SandboxReport, limits: Limits, hash_seed: int = 0, **kwargs: Any) -> _SandboxKernelManager:
     """A new single-use kernel manager for one run of one submission."""
-    return _SandboxKernelManager(report=report, limits=limits, **kwargs)
+    return _SandboxKernelManager(report=report, limits=limits, hash_seed=hash_seed, **kwargs)

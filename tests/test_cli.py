@@ -121,8 +121,38 @@ def test_grade_json_dash_prints_one_document_and_check_reads_the_lesson_from_met
     data = json.loads(result.stdout)  # exactly one document: json.loads rejects trailing text
     assert data["status"] == "graded" and data["lesson"] == "inference-scaling" and data["score"] == 0.0
     assert [e["id"] for e in data["exercises"]] == ["batch-sweep", "crossover", "cache-product"]
-    checked = run("check", str(released), "--lesson", "inference-capacity", "--cell-timeout", "20")
+    checked = run("check", str(released), "--cell-timeout", "20")
     assert checked.exit_code == 0 and "for lesson inference-scaling" in checked.stdout
+
+
+@pytest.mark.parametrize("command", ["grade", "check"])
+def test_a_lesson_option_that_disagrees_with_the_notebook_is_refused_naming_both(tmp_path, command):
+    released = lessons.release("inference-scaling", tmp_path)
+    result = run(command, str(released), "--lesson", "inference-capacity", *(["--json", str(tmp_path / "r.json")]
+                                                                             if command == "grade" else []))
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "'inference-scaling'" in lines[0] and "'inference-capacity'" in lines[0]
+    if command == "grade":
+        assert json.loads((tmp_path / "r.json").read_text())["status"] == "rejected"
+
+
+@pytest.mark.kernel
+def test_grade_reads_the_lesson_from_the_metadata_when_none_is_given(tmp_path):
+    released = lessons.release("inference-capacity", tmp_path)
+    result = run("grade", str(released), "--json", "-", "--no-sandbox", "--cell-timeout", "20")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["lesson"] == "inference-capacity"
+
+
+def test_batch_records_a_disagreeing_notebook_as_rejected_naming_both(tmp_path):
+    (tmp_path / "in").mkdir()
+    lessons.release("inference-scaling", tmp_path / "in")
+    done = run("batch", str(tmp_path / "in"), "--lesson", LESSON, "--out", str(tmp_path / "out"), "--jobs", "1",
+               "--no-sandbox")
+    assert done.exit_code == 0, done.output
+    data = json.loads((tmp_path / "out" / "results" / "inference-scaling.json").read_text())
+    assert data["status"] == "rejected" and "'inference-scaling'" in data["error"] and f"'{LESSON}'" in data["error"]
 
 
 def test_batch_into_a_folder_whose_gradebook_is_another_file_stops_and_leaves_it_alone(tmp_path):

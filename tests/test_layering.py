@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-ORDER = ["errors", "limits", "wire", "load", "lessons", "sandbox", "zygote", "run", "probe", "judge", "record", "figure", "render",
+ORDER = ["errors", "limits", "files", "wire", "load", "lessons", "sandbox", "zygote", "run", "probe", "judge", "record", "figure", "render",
          "grading", "portfolio", "cluster", "batch", "cli"]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from grader import record
 
 
@@ -60,3 +62,35 @@ def test_csv_has_one_column_per_exercise(tmp_path):
     assert rows[0] == ["student", "lesson", "status", "score", "max_score", "a", "error"]
     assert rows[1][:6] == ["amy", "l", "graded", "1.0", "2.0", "1.0"]
     assert rows[2][0] == "bob" and rows[2][-1] == "empty"
+
+
+def test_files_are_readable_by_others_under_the_usual_umask_and_keys_are_not(tmp_path):
+    import os
+    import stat
+
+    from grader import files
+
+    old = os.umask(0o022)
+    try:
+        report = files.write_text(tmp_path / "deep" / "er" / "report.html", "<p>hi</p>")
+        key = files.write_bytes(tmp_path / "course.key", b"secret", private=True)
+        with files.replacing(tmp_path / "bundle.zip") as tmp:
+            tmp.write_bytes(b"PK")
+    finally:
+        os.umask(old)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(report) == 0o644 and mode(tmp_path / "bundle.zip") == 0o644
+    assert mode(tmp_path / "deep") == 0o755 and mode(tmp_path / "deep" / "er") == 0o755
+    assert mode(key) == 0o600
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
+    from grader import files
+
+    target = files.write_text(tmp_path / "result.json", "old")
+    with pytest.raises(RuntimeError):
+        with files.replacing(target) as tmp:
+            tmp.write_text("half of the ne")
+            raise RuntimeError("disk gone")
+    assert target.read_text() == "old" and len(list(tmp_path.iterdir())) == 1
