@@ -1,9 +1,11 @@
 """The lesson's figure as inline SVG, drawn from one result's data with matplotlib.
 
-Two panels, both optional, described by the lesson's `[figure]` table:
+Panels, each optional, described by the lesson's `[figure]` table:
 `timings` names a measured list of timing reports (p50/p95 per batch, with the
 sample count written beside each point); `series` names simulated response
-vectors, divided by the measured value named by `scale`.
+vectors, divided by the measured value named by `scale`; each `[[figure.answers]]`
+plots fields of one exercise's public answers (dicts) against their first
+argument (`exercise`, `name`, `y`, and optional `xlog`, labels and `title`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,28 @@ def _series(value: Any) -> np.ndarray | None:
     return array if array.size and np.all(np.isfinite(array)) else None
 
 
+def _answer_lines(result: dict[str, Any], panel: dict[str, Any]) -> tuple[list[float], dict[str, list[float]]]:
+    """x (the first argument) and each named field of one exercise's public answers, rows that are numbers only."""
+    kind = "measured" if panel.get("measured") else "simulated"
+    answers = ((result.get(kind) or {}).get("answers") or {}).get(panel.get("exercise", ""), [])
+    xs: list[float] = []
+    ys: dict[str, list[float]] = {field: [] for field in panel.get("y", [])}
+    for answer in answers:
+        value = plain(answer.get("value")) if "value" in answer else None
+        if answer.get("name") != panel.get("name") or not isinstance(value, dict) or not answer.get("args"):
+            continue
+        try:
+            row = [float(np.asarray(plain(answer["args"][0]), dtype=float))]
+            row += [float(np.asarray(value[field], dtype=float)) for field in ys]
+        except (KeyError, TypeError, ValueError, OverflowError):
+            continue
+        if all(math.isfinite(v) for v in row):
+            xs.append(row[0])
+            for field, v in zip(ys, row[1:]):
+                ys[field].append(v)
+    return xs, ys
+
+
 def warm() -> None:
     """Import the plotting code and its SVG backend now (a batch parent does this once, before forking)."""
     from matplotlib.figure import Figure
@@ -64,7 +88,9 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
     series = [(label, _series(simulated.get(name)))
               for name, label in zip(spec.get("series", []), spec.get("series_labels", spec.get("series", [])))]
     series = [(label, values) for label, values in series if values is not None]
-    panels = int(bool(reports)) + int(bool(series) and scale > 0)
+    lines = [(panel, *_answer_lines(result, panel)) for panel in spec.get("answers", [])]
+    lines = [(panel, xs, ys) for panel, xs, ys in lines if len(xs) >= 2]
+    panels = int(bool(reports)) + int(bool(series) and scale > 0) + len(lines)
     if not panels:
         return ""
     import matplotlib
@@ -92,12 +118,26 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
         row += 1
     if series and scale > 0:
         ax = axes[row][0]
+        row += 1
         for label, values in series:
             ax.plot(np.arange(values.size), values / scale, label=label)
         ax.set_xlabel("request index")
         ax.set_ylabel(spec.get("series_ylabel", "simulated"))
         ax.set_title("Simulated: response time over the measured batch-1 median")
         ax.legend()
+    for panel, xs, ys in lines:
+        ax = axes[row][0]
+        for field, values in ys.items():
+            ax.plot(xs, values, "o-", label=field)
+        if panel.get("xlog"):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [f"{x:g}" for x in xs])
+            ax.minorticks_off()
+        ax.set_xlabel(panel.get("xlabel", "input"))
+        ax.set_ylabel(panel.get("ylabel", ""))
+        ax.set_title(panel.get("title", ""))
+        ax.legend()
+        row += 1
     fig.suptitle(spec.get("title", ""), fontsize=11)
     fig.subplots_adjust(left=0.13, right=0.97, top=1 - 0.55 / (3.2 * panels), bottom=0.5 / (3.2 * panels), hspace=0.5)
     buffer = io.StringIO()

@@ -18,7 +18,7 @@ from grader import wire
 from grader.errors import GraderError, LessonError
 from grader.lessons import Case, Exercise
 from grader.probe import Probe
-from grader.run import CellRun
+from grader.run import CellRun, cell_name, readable
 
 STATUSES = ("passed", "failed", "error", "missing", "timeout")
 
@@ -220,9 +220,34 @@ def compare(actual: Any, expected: Any, case: Case, decimals: Any = None, where:
     if got.ndim == 0:
         return Mismatch(where, show(actual), show(expected))
     first = tuple(int(i) for i in np.argwhere(~ok)[0])
+    if isinstance(actual, (list, tuple)) and got.ndim >= 2 and not where:
+        # several returned values (a tuple of arrays): name the one that differs, then the position in it
+        named = case.columns[first[0] + 1] if len(case.columns) == got.shape[0] + 1 else ""
+        which = f"returned value {first[0] + 1} of {got.shape[0]}" + (f" ({named})" if named else "")
+        position = ", ".join(map(str, first[1:]))
+        return Mismatch(f"{which}, position [{position}]", f"{show(got[first])} in {show(got[first[0]], 100)}",
+                        show(want[first]))
     index = "[" + ", ".join(map(str, first)) + "]"
-    return Mismatch(f"{where}{index}" if where else f"item {index}", f"{show(got[first])} in {show(actual, 100)}",
+    return Mismatch(f"{where}{index}" if where else f"position {index}", f"{show(got[first])} in {show(actual, 100)}",
                     show(want[first]))
+
+
+def grouped(verdicts: list[CaseVerdict]) -> list[str]:
+    """One line per distinct problem: the same problem on several cases is said once, with a count and an example."""
+    groups: dict[str, list[CaseVerdict]] = {}
+    for verdict in verdicts:
+        prefix = f"hidden case {verdict.label}" if verdict.hidden else verdict.label
+        detail = verdict.message[len(prefix) + 2:] if verdict.message.startswith(prefix + ": ") else verdict.message
+        groups.setdefault(detail, []).append(verdict)
+    lines = []
+    for detail, same in groups.items():
+        if len(same) == 1:
+            lines.append(same[0].message)
+        else:
+            first = same[0]
+            example = f"hidden case {first.label}" if first.hidden else first.label
+            lines.append(f"{len(same)} cases, e.g. {example}: {detail}")
+    return lines
 
 
 def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
@@ -241,7 +266,7 @@ def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
         return CaseVerdict(label, case.hidden, "failed", f"{prefix}: returned normally; this input is invalid and must raise ValueError")
     if raised:
         return CaseVerdict(label, case.hidden, "error",
-                           f"{prefix}: raised {raised.get('type')}: {raised.get('message', '')}".rstrip(": "))
+                           f"{prefix}: raised {raised.get('type')}: {readable(str(raised.get('message', '')))}".rstrip(": "))
     if "accepts" in expect:
         return CaseVerdict(label, case.hidden, "passed")
     actual = plain(result.get("value"))
@@ -282,11 +307,12 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
     culprit = suspects[0]
     if any(c.status == "timeout" for c in suspects):
         culprit = next(c for c in suspects if c.status == "timeout")
-        return "timeout", [f"{names} undefined after cell {culprit.index + 1} ran past its time limit"]
+        return "timeout", [f"{names} undefined after {cell_name(notebook, culprit.index)} ran past its time limit"]
     if culprit.status == "dropped":
-        return "error", [f"{names} undefined: cell {culprit.index + 1} was {culprit.evalue or 'left out: it stopped the kernel'}"]
+        return "error", [f"{names} undefined: {cell_name(notebook, culprit.index)} was "
+                         f"{culprit.evalue or 'left out: it stopped the kernel'}"]
     what = f"{culprit.ename}: {culprit.evalue}".strip(": ")
-    return "error", [f"{names} undefined after cell {culprit.index + 1} raised {what}"]
+    return "error", [f"{names} undefined after {cell_name(notebook, culprit.index)} raised {what}"]
 
 
 def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
@@ -328,7 +354,7 @@ def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: li
     else:
         status = "passed"
     public = sum(1 for c in cases if not c.hidden)
-    messages = [v.message for v in errors + failures][:8]
+    messages = grouped(errors + failures)[:8]
     if status == "passed":
         messages = [f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"]
     return ExerciseResult(exercise.id, status, exercise.points if status == "passed" else 0.0, exercise.points,

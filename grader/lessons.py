@@ -212,19 +212,30 @@ def _arg(value: Any) -> Any:
     return value
 
 
+PASTE_ITEMS = 64
+"""Inputs up to this many numbers are shown whole, so a student can paste a case and rerun it."""
+
+
 def _show(value: Any) -> str:
     if isinstance(value, dict) and "__array__" in value:
         flat = np.asarray(value["__array__"], dtype=float)
-        if flat.size > 8:
-            return f"<array shape {list(flat.shape)}>"
-        return "array(" + repr([_num(x) for x in flat.ravel().tolist()] if flat.ndim == 1 else flat.tolist()) + ")"
-    if isinstance(value, list) and len(value) > 8:
+        if flat.size > PASTE_ITEMS:
+            return f"<array shape {list(flat.shape)}: rebuild it with the seed recorded in the result>"
+        return f"np.array({_literal(flat.tolist())})"
+    if isinstance(value, list) and len(value) > PASTE_ITEMS:
         return f"<list of {len(value)}>"
     return repr(value)
 
 
-def _num(x: float) -> float | str:
-    return x if math.isfinite(x) else str(x)
+def _literal(value: Any) -> str:
+    """Nested lists of floats as Python source (nan and infinities as NumPy names)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if math.isnan(value):
+        return "np.nan"
+    if math.isinf(value):
+        return "np.inf" if value > 0 else "-np.inf"
+    return repr(float(value))
 
 
 # ---- the scaffold, the student notebook and the solution notebook ----
@@ -284,6 +295,13 @@ def other_lesson(lesson: Lesson, notebook: Any) -> tuple[str, int, int] | None:
     if best is None or best[0] < 0.5 or best[0] <= own:
         return None
     return best[1], best[2], best[3]
+
+
+@functools.lru_cache(maxsize=None)
+def prompt_texts(lesson_id: str) -> frozenset[str]:
+    """The scaffold's own text (stripped) of its prediction and explanation cells: an unchanged one is unanswered."""
+    return frozenset(cell.source.strip() for cell in scaffold(get(lesson_id)).cells if cell.cell_type == "markdown"
+                     and {"prediction", "explanation"} & set(cell.metadata.get("tags", [])))
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -163,6 +164,26 @@ async def _watch_flood(socket: Any, km: Any, state: dict[str, Any]) -> None:
         monitor.close(linger=0)
 
 
+def cell_name(notebook: Any, index: int) -> str:
+    """A cell as the student sees it: the cell that starts with its first line of code."""
+    try:
+        lines = [line.strip() for line in notebook.cells[index].source.splitlines()]
+    except (AttributeError, IndexError, TypeError):
+        return f"cell {index + 1}"
+    first = next((line for line in lines if line and not line.startswith("#")), "")
+    if not first:
+        return f"cell {index + 1}"
+    return f'the cell starting "{first[:60]}{"..." if len(first) > 60 else ""}"'
+
+
+_KERNEL_FILE = re.compile(r"(?:/tmp/ipykernel_\d+/)?\b\d{5,}\.py\b")
+
+
+def readable(text: str) -> str:
+    """ipykernel's internal file names (`/tmp/ipykernel_7/2912668609.py`) as what the student sees: the cell."""
+    return _KERNEL_FILE.sub("this cell", text)
+
+
 def _short_error(content: dict[str, Any]) -> dict[str, Any]:
     """An error output cut to the size of a traceback the report shows (a student's message can be megabytes)."""
     lines = [str(line)[:TRACEBACK_CHARS] for line in (content.get("traceback") or [])[-40:]]
@@ -249,7 +270,7 @@ async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
         if where == "cell":
             status = attempt.cells[key].status
             skip_cells[key] = status if status == "timeout" else (attempt.cells[key].evalue or "killed the kernel")
-            dropped.append(f"cell {key + 1} ({notebook.cells[key]['id']}) "
+            dropped.append(f"{cell_name(notebook, key)} "
                            + ("ignored the interrupt after its timeout" if status == "timeout"
                               else attempt.cells[key].evalue or "killed the kernel"))
         else:
@@ -365,8 +386,9 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                                                       evalue=f"interrupted after {budgets.get(index, limits.cell_timeout):g} s")
                     elif reply.get("status") == "error":
                         result.cells[index] = CellRun(index, cell["id"], "error", str(reply.get("ename", ""))[:200],
-                                                      str(reply.get("evalue", ""))[:500],
-                                                      _plain_traceback(reply.get("traceback", []) or []), elapsed)
+                                                      readable(str(reply.get("evalue", ""))[:500]),
+                                                      readable(_plain_traceback(reply.get("traceback", []) or [])),
+                                                      elapsed)
                     else:
                         result.cells[index] = CellRun(index, cell["id"], "ok", seconds=elapsed)
             for task in monitors:

@@ -97,7 +97,8 @@ def test_undefined_names_missing_error_timeout():
     assert clean.status == "missing"
     raised = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}],
                          (CellRun(0, "c", "error", "NameError", "name 'g' is not defined"),), nb, {})
-    assert raised.status == "error" and "cell 1" in raised.messages[0] and "NameError" in raised.messages[0]
+    assert raised.status == "error" and "NameError" in raised.messages[0]
+    assert 'the cell starting "def f(x): ..."' in raised.messages[0]  # as the student sees it, not a grader index
     hung = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}], (CellRun(0, "c", "timeout"),), nb, {})
     assert hung.status == "timeout"
 
@@ -145,3 +146,20 @@ def test_a_lesson_naming_an_unknown_check_is_still_the_lessons_fault():
     probe = Probe("ex", "ok", {"f": True}, ({"value": 1.0},))
     with pytest.raises(LessonError, match="nowhere"):
         judge.judge(ex, list(ex.cases), probe, [{"property": "nowhere"}], (), None, {})
+
+
+def test_the_same_problem_on_many_cases_is_said_once_with_a_count():
+    cases = [lessons.case_from_spec({"call": "f", "args": [float(i)]}, hidden=i > 0) for i in range(8)]
+    unfinished = {"raised": {"type": "NotImplementedError", "value_error": False, "message": ""}}
+    result = _judge(cases, [unfinished] * 7 + [{"value": 1.0}])
+    assert result.status == "error"
+    assert result.messages[0] == "7 cases, e.g. `f(0.0)`: raised NotImplementedError"
+    assert len(result.messages) == 2 and result.messages[1].startswith("hidden case `f(7.0)`: your answer (1.0)")
+
+
+def test_ipykernels_file_names_read_as_the_cell():
+    from grader.run import readable
+
+    assert readable("invalid syntax (2912668609.py, line 1)") == "invalid syntax (this cell, line 1)"
+    assert readable('File /tmp/ipykernel_7/3346742915.py:4') == "File this cell:4"
+    assert readable("answer 12345 in main.py") == "answer 12345 in main.py"

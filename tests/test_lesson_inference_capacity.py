@@ -65,7 +65,8 @@ def test_vectorised_shortcut_passes_public_but_not_hidden(graded):
 def test_hard_coded_public_answers_fail_on_hidden_cases(graded):
     result = graded.patch(LESSON, "hardcodes-public-answers")
     got = statuses(result)
-    for ex in ("queue-hand-check", "burst", "burst-sensitivity", "invalid-timeline", "deadline", "replica-plan"):
+    for ex in ("measure", "queue-hand-check", "burst", "burst-sensitivity", "invalid-timeline", "deadline",
+               "replica-plan"):
         assert got[ex] in ("failed", "error"), ex  # error: the fake raises on a valid hidden input
         case_outcomes = [c for e in result["exercises"] if e["id"] == ex for c in e["cases"]]
         assert all(c["outcome"] == "passed" for c in case_outcomes if not c["hidden"]), ex
@@ -127,6 +128,37 @@ def test_stale_outputs_on_a_correct_notebook_change_nothing(graded, tmp_path):
     assert result["score"] == 9.0
 
 
+def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_dashboard(graded, tmp_path):
+    from grader import record, render
+
+    fake = _fake_outputs(lessons.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
+    result = graded.file(write(fake, tmp_path / "doctored.ipynb"), LESSON)
+    assert result["stored_outputs"] > 0 and result["as_submitted"]
+    assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render.result_text(result)
+    assert "differ from the fresh run" in render.report_html(result).split("<h2>Exercises</h2>")[0]
+    dashboard = render.dashboard_html([record.summary(result)], lessons.get(LESSON))
+    assert "Stored outputs that differ from the fresh run" in dashboard and "doctored" in dashboard
+    clean = graded.solution(LESSON)  # written by the grader, never run: no stored outputs at all
+    assert clean["stored_outputs"] == 0 and "submitted without stored outputs" in render.report_html(clean)
+
+
+def test_an_unchanged_prompt_is_not_shown_as_the_students_words(graded, tmp_path):
+    notebook = lessons.solution_notebook(lessons.get(LESSON))
+    for cell in notebook.cells:
+        if "prediction" in cell.metadata.get("tags", []):
+            cell.source = "I predict the queue grows once arrivals outpace the service time."
+    result = graded.file(write(notebook, tmp_path / "answered.ipynb"), LESSON)
+    kinds = {e["kind"]: e["untouched"] for e in result["explanations"]}
+    assert kinds == {"prediction": False, "explanation": True}
+
+
+def test_an_unfinished_exercise_says_so_once(graded):
+    result = graded.file(lessons.release(LESSON, graded.folder), LESSON, seed=SEED)
+    queue = next(e for e in result["exercises"] if e["id"] == "queue-hand-check")
+    assert queue["messages"] == ["8 cases, e.g. `simulate_queue(np.array([0.0, 1.0, 4.0]), 2.0)`: raised "
+                                 "NotImplementedError: write simulate_queue(arrival_ms, service_ms)"]
+
+
 def _as_script(notebook, markers):
     chunks = []
     for cell in notebook.cells:
@@ -177,7 +209,7 @@ def test_check_runs_public_cases_only(graded):
 
 
 def test_scaffold_scores_zero(graded, tmp_path):
-    released = lessons.release(LESSON, tmp_path)
+    released = lessons.release(LESSON, graded.folder)
     result = graded.file(released, LESSON, seed=SEED)
     assert result["score"] == 0.0
     assert set(statuses(result).values()) <= {"failed", "error"}
