@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader import grading
-from grader import files, lessons, record, render
+from grader import files, lessons, record, render, sign
 
 SUFFIXES = (".ipynb", ".py")
 
@@ -86,12 +86,13 @@ class _Progress:
         self.done += 1
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        what = f"{data['score']:g}/{data['max_score']:g}" if data["status"] == "graded" else "rejected"
+        what = (f"{data['score']:g}/{data['max_score']:g}" if data["status"] == "graded"
+                else f"rejected: {str(data.get('error') or '')[:100]}")
         if self.tty:
             width = 30
             filled = int(width * self.done / max(1, self.total))
             self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                              f"ETA {eta:5.0f} s  {student[:20]:<20} {what:<10}")
+                              f"ETA {eta:5.0f} s  {student[:20]:<20} {what[:40]:<40}")
             if self.done == self.total:
                 self.stream.write("\n")
         else:
@@ -108,6 +109,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     lesson = lessons.get(lesson_id)
     files.make_dirs(out / "results")
     files.make_dirs(out / "reports")
+    signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
     book = record.Gradebook(out / "gradebook.sqlite")
     todo, clashes, skipped = [], [], 0
     by_student: dict[str, list[Path]] = {}
@@ -135,7 +137,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     bar = _Progress(len(todo) + len(clashes)) if progress else None
     try:
         for path, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
-            data = _store_safely(out, book, path, data)
+            # The key is read by the parent only, for each record, and dropped: never held while workers fork.
+            data = _store_safely(out, book, path, data, sign.signing_key() if signing else None)
             counts["graded" if data["status"] == "graded" else "rejected"] += 1
             statuses = {e["status"] for e in data.get("exercises", [])}
             failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
@@ -152,6 +155,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         files.write_text(out / "index.html", render.dashboard_html(latest, lesson))
         book.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    counts["signed"] = int(signing)
     return Summary(total=len(by_student), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
                    peak_mb=peak, named=named)
 
@@ -161,6 +165,7 @@ def _refuse_without_isolation(options: grading.Options) -> None:
     from grader import sandbox
     from grader.errors import SandboxUnavailable
 
+    grading.device_for(options)  # a device that is absent stops the batch before any grade, with one line
     if options.sandbox == "none":
         return
     report = sandbox.plan(options.limits, options.sandbox)
@@ -169,11 +174,10 @@ def _refuse_without_isolation(options: grading.Options) -> None:
                                  "pass --no-sandbox to grade anyway, and student code will be able to read your files")
 
 
-def _store_safely(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> dict[str, Any]:
+def _store_safely(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any], key: Any) -> dict[str, Any]:
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
     try:
-        _store(out, book, path, data)
-        return data
+        return _store(out, book, path, data, key)
     except (OSError, ValueError, TypeError, sqlite3.Error) as err:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise  # the grader's disk, not the student: stop with the reason
@@ -181,8 +185,7 @@ def _store_safely(out: Path, book: record.Gradebook, path: Path, data: dict[str,
         reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
         safe = grading.rejected(path, reason, data.get("lesson"), student).to_dict()
         safe["digest"] = data.get("digest") or digest(path)
-        _store(out, book, Path(path.parent, student + path.suffix), safe)
-        return safe
+        return _store(out, book, Path(path.parent, student + path.suffix), safe, key)
 
 
 def _joint_digest(paths: list[Path]) -> str:
@@ -201,16 +204,26 @@ def _clash_results(clashes: list[list[Path]], lesson_id: str) -> Iterator[tuple[
         yield paths[0], data
 
 
-def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any]) -> None:
+def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any], key: Any = None) -> dict[str, Any]:
+    """Write one student's files, then the signed result, then the gradebook row; returns what was recorded."""
     executed = data.pop(grading.NOTEBOOK_KEY, None)
     report = data.pop(grading.REPORT_KEY, None)
+    markdown = data.pop(grading.MARKDOWN_KEY, None)
+    if not data.get("digest"):
+        data["digest"] = digest(path)
+    data.setdefault("graded_at", data.get("environment", {}).get("graded_at"))
+    report = report or render.report_html(data)
+    markdown = markdown or render.report_md(data)
     if executed:
         files.write_text(out / "notebooks" / f"{path.stem}.ipynb", executed)
-    data.setdefault("digest", digest(path))
-    data.setdefault("graded_at", data.get("environment", {}).get("graded_at"))
+    files.write_text(out / "reports" / f"{path.stem}.html", report)
+    files.write_text(out / "reports" / f"{path.stem}.md", markdown)
+    lesson = lessons.get(data["lesson"]) if data.get("lesson") in lessons.available() else None
+    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown,
+                      lesson_folder=lesson.folder if lesson else None, solutions_folder=lesson.solutions if lesson else None)
     record.write_json(data, out / "results" / f"{path.stem}.json")
-    files.write_text(out / "reports" / f"{path.stem}.html", report or render.report_html(data))
     book.add(data, data["digest"])
+    return data
 
 
 def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: int,
@@ -227,20 +240,22 @@ def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: i
             yield path, grading.grade_one(str(path), lesson_id, options)
         return
     others = set(multiprocessing.active_children())  # a caller's own processes, never ours to kill
-    with cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent)
+    try:
         futures: dict[cf.Future[dict[str, Any]], Path] = {
             pool.submit(grading.grade_one, str(path), lesson_id, options): path for path in todo}
-        try:
-            for future in cf.as_completed(list(futures)):
-                path = futures.pop(future)  # a finished future holds its whole result: let it go
-                yield path, future.result()
-        except BaseException:  # Ctrl-C, or the consumer gave up: nothing still running will be recorded
-            # Kill the workers rather than wait for grades nobody stores (workers never write records).
-            # The pool then fails every pending future itself; cancelling them first would race with
-            # that and crash the pool's manager thread.
-            for worker in set(multiprocessing.active_children()) - others:
-                worker.kill()
-            raise
+        for future in cf.as_completed(list(futures)):
+            path = futures.pop(future)  # a finished future holds its whole result: let it go
+            yield path, future.result()
+    except BaseException:  # Ctrl-C, or the consumer gave up: nothing still running will be recorded
+        # Kill the workers rather than wait for grades nobody stores (workers never write records).
+        # The pool then fails every pending future itself; cancelling them first would race with
+        # that and crash the pool's manager thread. Do not wait for it either.
+        for worker in set(multiprocessing.active_children()) - others:
+            worker.kill()
+        pool.shutdown(wait=False)
+        raise
+    pool.shutdown(wait=True)
 
 
 def report_line(summary: Summary) -> str:
@@ -249,7 +264,8 @@ def report_line(summary: Summary) -> str:
     line = (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
             f"{summary.skipped} already recorded; {c.get('errors', 0)} with errors, {c.get('timeouts', 0)} with timeouts; "
             f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB"
-            + (f"; {c['failures']} failed inside the grader (rerun to retry them)" if c.get("failures") else ""))
+            + (f"; {c['failures']} failed inside the grader (rerun to retry them)" if c.get("failures") else "")
+            + ("" if c.get("signed") else "; results unsigned (no course key: grader keys init)"))
     labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
               "failures": "grader failures (rerun to retry)"}
     for key, label in labels.items():

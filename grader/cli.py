@@ -8,6 +8,7 @@ and keeps its traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +18,7 @@ import click
 
 from grader import batch as batching
 from grader import grading
-from grader import files, lessons, portfolio, record, render
+from grader import files, lessons, portfolio, record, render, sign
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
 
@@ -48,14 +49,33 @@ def _warn_sandbox(data: dict[str, Any]) -> None:
                    err=True)
 
 
-def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None) -> None:
+def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None, md_path: Path | None = None,
+          notebook_path: Path | None = None, notebook: Any = None) -> dict[str, Any]:
+    """Write what was asked for; the result last, with the digests of the rest and the course's signature."""
+    import nbformat
+
+    report = grading.safe_report(data)
+    markdown = grading.safe_report(data, markdown=True)
+    executed = nbformat.writes(notebook) if notebook is not None else None
+    if html_path:
+        files.write_text(html_path, report)
+    if md_path:
+        files.write_text(md_path, markdown)
+    if notebook_path and executed is not None:
+        files.write_text(notebook_path, executed)
+    key = sign.signing_key()
+    lesson = lessons.get(data["lesson"]) if data.get("lesson") in lessons.available() else None
+    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown,
+                      lesson_folder=lesson.folder if lesson else None,
+                      solutions_folder=lesson.solutions if lesson else None)
+    if key is None and json_path and data.get("status") == "graded":  # a rejection stays one line
+        click.echo("grader: note: the result is unsigned (no course key here: grader keys init)", err=True)
     if json_path == "-":
         sys.stdout.write(record.dumps(data))
         sys.stdout.flush()
     elif json_path:
         record.write_json(data, json_path)
-    if html_path:
-        files.write_text(html_path, render.report_html(data))
+    return data
 
 
 class _Interrupted(GraderError):
@@ -69,8 +89,12 @@ class _Main(click.Group):
         try:
             return super().invoke(ctx)
         except _Interrupted as err:
+            # Leave at once: every record is already on disk, workers and kernels die with this process
+            # (PDEATHSIG, bwrap --die-with-parent), and an orderly exit could wait on a pool's threads.
             click.echo(f"\ngrader: {err}", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
         except KeyboardInterrupt:
             click.echo("\ngrader: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
@@ -97,9 +121,18 @@ class _CellBudget(click.ParamType):
         return cell_id, budget
 
 
+def sandbox_devices() -> tuple[str, ...]:
+    from grader.sandbox import DEVICES
+
+    return tuple(DEVICES)
+
+
 def _sandbox_options(fn: Any) -> Any:
     fn = click.option("--cell-timeout-for", "per_cell", type=_CellBudget(), multiple=True,
                       help="Seconds for one cell, by its id (repeatable); overrides --cell-timeout there.")(fn)
+    fn = click.option("--device", type=click.Choice(sorted(sandbox_devices())), default="cpu", show_default=True,
+                      help="JAX backend for the kernel (auto: whatever JAX finds).")(fn)
+    fn = click.option("--device-fallback", is_flag=True, help="Grade on the CPU when the device asked for is absent.")(fn)
     fn = click.option("--seed", type=click.IntRange(min=0), help="Seed for hidden cases (replays a recorded grade).")(fn)
     fn = click.option("--hash-seed", type=click.IntRange(0, grading.MAX_HASH_SEED),
                       help="The kernel's PYTHONHASHSEED (default: derived from --seed; a batch records its own).")(fn)
@@ -121,24 +154,27 @@ def main() -> None:
 @click.option("--lesson", "lesson_id", help="Lesson id (default: read from the notebook's metadata).")
 @click.option("--json", "json_path", help="Write the result JSON here ('-' for standard output).")
 @click.option("--html", "html_path", type=_FILE, help="Write the evidence report here.")
+@click.option("--md", "md_path", type=_FILE, help="Write the evidence report as Markdown here.")
+@click.option("--notebook", "notebook_path", type=_FILE,
+              help="Write the freshly executed notebook here (a portfolio picks up RESULT.executed.ipynb beside RESULT.json).")
 @_sandbox_options
 def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, html_path: Path | None,
-              seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
+              md_path: Path | None, notebook_path: Path | None, device: str, device_fallback: bool, seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
               cell_timeout: float | None, notebook_timeout: float | None,
               per_cell: tuple[tuple[str, float], ...]) -> None:
     """Grade one .ipynb or .py submission."""
     options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
-                               per_cell=per_cell), hash_seed=hash_seed)
+                               per_cell=per_cell), hash_seed=hash_seed, device=device, device_fallback=device_fallback)
     try:
         result = grading.grade(submission, lesson_id, options)
     except GraderError as err:  # the reason is also a `rejected` result where one was asked for
-        _emit(grading.rejected(submission, str(err), lesson_id).to_dict(), json_path, html_path)
+        _emit(grading.rejected(submission, str(err), lesson_id).to_dict(), json_path, html_path, md_path)
         raise
     data = result.to_dict()
     _warn_sandbox(data)
-    _emit(data, json_path, html_path)
+    _emit(data, json_path, html_path, md_path, notebook_path, result.notebook)
     if json_path != "-":
-        click.echo(render.summary_text(data))
+        click.echo(render.result_text(data))
 
 
 @main.command("check")
@@ -150,7 +186,7 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
     """Self-check before submitting: public checks only, readable feedback."""
     options = _options(None, sandbox or "none", False, cell_timeout, None, public_only=True)
     result = grading.grade(submission, lesson_id, options)
-    click.echo(render.check_text(result.to_dict()))
+    click.echo(render.result_text(result.to_dict()))
 
 
 @main.command("release")
@@ -164,12 +200,12 @@ def release_cmd(lesson_id: str, out_dir: Path) -> None:
 @main.command("validate")
 @click.argument("lesson_id")
 @_sandbox_options
-def validate_cmd(lesson_id: str, seed: int | None, hash_seed: int | None, sandbox: str | None,
+def validate_cmd(lesson_id: str, device: str, device_fallback: bool, seed: int | None, hash_seed: int | None, sandbox: str | None,
                  require_sandbox: bool, cell_timeout: float | None, notebook_timeout: float | None,
                  per_cell: tuple[tuple[str, float], ...]) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
     options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
-                               per_cell=per_cell), hash_seed=hash_seed)
+                               per_cell=per_cell), hash_seed=hash_seed, device=device, device_fallback=device_fallback)
     outcome = grading.validate(lesson_id, options)
     click.echo(render.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
@@ -184,12 +220,13 @@ def validate_cmd(lesson_id: str, seed: int | None, hash_seed: int | None, sandbo
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @_sandbox_options
 def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
-              seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
+              device: str, device_fallback: bool, seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
               cell_timeout: float | None, notebook_timeout: float | None,
               per_cell: tuple[tuple[str, float], ...]) -> None:
     """Grade every submission in FOLDER; rerun to resume."""
     options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
-                               per_cell=per_cell), zygote=not no_zygote, hash_seed=hash_seed)
+                               per_cell=per_cell), zygote=not no_zygote, hash_seed=hash_seed, device=device,
+                      device_fallback=device_fallback)
     if sandbox == "none":
         click.echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
@@ -208,6 +245,35 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | None) -> None:
     """Export a student's evidence portfolio from results or submissions."""
     click.echo(str(portfolio.build(list(sources), out_file, lesson_id)))
+
+
+@main.group("keys")
+def keys_group() -> None:
+    """The course signing key: every result the grader writes is signed with it."""
+
+
+@keys_group.command("init")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to make course.key and course.pub (default: your config folder).")
+def keys_init_cmd(folder: Path | None) -> None:
+    """Make a new course key pair (Ed25519); an existing key is never overwritten."""
+    key_path, pub_path = sign.init(folder)
+    click.echo(f"{key_path} (private: back it up, never share it)\n{pub_path} (public: give it to whoever verifies)\n"
+               f"fingerprint {sign.fingerprint(sign.public_key(pub_path))}")
+
+
+@main.command("verify")
+@click.argument("target", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--key", "key_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The course's public key (course.pub).")
+def verify_cmd(target: Path, key_path: Path) -> None:
+    """Check a result JSON or a portfolio zip against the course's public key, offline."""
+    from grader import verify
+
+    lines = verify.file(target, key_path)
+    for line in lines:
+        click.echo(line.text())
+    sys.exit(EXIT_OK if all(line.ok for line in lines) else EXIT_UNSOUND)
 
 
 @main.command("build-solution", hidden=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import os
 import platform
 import secrets
@@ -15,7 +16,7 @@ from typing import Any
 import nbformat
 
 from grader import judge, lessons, load, probe, render, run, sandbox, wire, zygote
-from grader.errors import GraderError, LessonError, SubmissionRejected
+from grader.errors import GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.limits import Limits
 from grader.record import INTERNAL_ERROR, GradeResult
 
@@ -40,6 +41,20 @@ class Options:
     """Fork each single-use kernel from a warm zygote (batch grading); bubblewrap only."""
     hash_seed: int | None = None
     """The kernel's PYTHONHASHSEED; None derives it from `seed` (a batch draws one for all its kernels)."""
+    device: str = "cpu"
+    """JAX backend for the kernel: `cpu`, `gpu`, `tpu` or `auto` (what JAX finds)."""
+    device_fallback: bool = False
+    """Grade on the CPU when the requested device is absent (else refuse, saying so)."""
+
+
+def device_for(options: Options) -> str:
+    """The device a grade runs on: the one asked for, or the CPU when it is absent and falling back was asked."""
+    if sandbox.device_available(options.device):
+        return options.device
+    if options.device_fallback:
+        return "cpu"
+    raise SandboxUnavailable(f"no {options.device.upper()} on this host (no device nodes for it under /dev); "
+                             "pass --device-fallback to grade on the CPU, or --device cpu")
 
 
 MAX_HASH_SEED = 2**32 - 1
@@ -72,11 +87,42 @@ def environment(jobs_at_once: int) -> dict[str, Any]:
     return {
         "python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
         "numpy": version("numpy"), "ipykernel": version("ipykernel"), "nbclient": version("nbclient"),
-        "grader": version("inference-grader"), "os": f"{platform.system()} {platform.release()}",
-        "machine": platform.machine(), "cpu_model": cpu, "cpu_count": os.cpu_count(),
+        "grader": version("inference-grader"), "grader_commit": _commit(),
+        "os": f"{platform.system()} {platform.release()}", "os_release": _os_release(),
+        "machine": platform.machine(), "cpu_model": cpu, "cpu_count": os.cpu_count(), "memory_bytes": _memory(),
         "graded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "jobs_at_once": jobs_at_once,
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _commit() -> str | None:
+    """The course checkout's git commit, when the grader runs from one."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(lessons.course_root()), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _memory() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _os_release() -> str | None:
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME")
+    except OSError:
+        return None
 
 
 def rejected(path: str | Path, reason: str, lesson: str | None = None, student: str | None = None) -> GradeResult:
@@ -98,8 +144,11 @@ def prepare(lesson_id: str, options: Options) -> None:
         mode = sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode
     except GraderError:
         mode = "none"
-    hash_seed = options.hash_seed if options.hash_seed is not None else 0
-    starting = zygote.start_shared(options.limits, hash_seed) if options.zygote and mode == "bwrap" else None
+    try:
+        start = sandbox.KernelStart(options.hash_seed or 0, device_for(options))
+    except GraderError:
+        mode = "none"  # each grade then says why
+    starting = zygote.start_shared(options.limits, start) if options.zygote and mode == "bwrap" else None
     lessons.get(lesson_id)
     if not options.public_only:
         lessons.reference(lesson_id)
@@ -114,6 +163,7 @@ def prepare(lesson_id: str, options: Options) -> None:
 
 NOTEBOOK_KEY = "_executed_notebook"
 REPORT_KEY = "_report_html"
+MARKDOWN_KEY = "_report_md"
 
 
 def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> dict[str, Any]:
@@ -135,24 +185,29 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
         traceback.print_exc()
         data = rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student).to_dict()
     data[REPORT_KEY] = safe_report(data)
+    data[MARKDOWN_KEY] = safe_report(data, markdown=True)
     data[NOTEBOOK_KEY] = notebook
     return data
 
 
-def safe_report(data: dict[str, Any]) -> str:
-    """The HTML report; if the student's values break it, the report without them (and a note why)."""
+def safe_report(data: dict[str, Any], markdown: bool = False) -> str:
+    """The HTML (or Markdown) report; if the student's values break it, the report without them (and a note why)."""
+    draw = render.report_md if markdown else render.report_html
     try:
-        return render.report_html(data)
+        return draw(data)
     except Exception as err:  # noqa: BLE001 - the values are the student's
         bare = {k: v for k, v in data.items() if k not in ("measured", "simulated", "as_submitted", "explanations")}
         bare["notes"] = list(data.get("notes", [])) + [
             f"the notebook's values could not be shown in this report ({type(err).__name__}: {str(err)[:120]})"]
-        return render.report_html(bare)
+        return draw(bare)
 
 
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
     hidden = {} if public_only else lessons.hidden_cases(lesson.id, seed)
-    return [probe.ExercisePlan(ex.id, ex.needs, tuple(ex.cases) + tuple(hidden.get(ex.id, [])))
+    columns = {case.name: case.columns for ex in lesson.exercises for case in ex.cases if case.columns}
+    return [probe.ExercisePlan(ex.id, ex.needs, tuple(ex.cases) + tuple(
+                dataclasses.replace(case, columns=case.columns or columns.get(case.name, ()))  # names in feedback
+                for case in hidden.get(ex.id, [])))
             for ex in lesson.exercises]
 
 
@@ -200,6 +255,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     lesson = lessons.get(_lesson_id(lesson_id, submission))
     seed = options.seed if options.seed is not None else secrets.randbelow(2**62)
     hash_seed = hash_seed_for(options, seed)
+    start = sandbox.KernelStart(hash_seed, device_for(options))
     plans = _plans(lesson, seed, options.public_only)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
     sandbox.sweep_stale()
@@ -214,8 +270,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     if warm:
         report = dataclasses.replace(report, mode="bwrap+zygote")
     executed = run.execute(submission.notebook, tail, options.limits,
-                           (lambda: zygote.kernel_manager(report, options.limits, hash_seed)) if warm
-                           else (lambda: sandbox.kernel_manager(report, options.limits, hash_seed)),
+                           (lambda: zygote.kernel_manager(report, options.limits, start)) if warm
+                           else (lambda: sandbox.kernel_manager(report, options.limits, start)),
                            given=_given_cells(lesson, submission.notebook))
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
@@ -240,6 +296,9 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     env = environment(options.jobs_at_once)
     reported = probe.collect_environment(executed.tail.get(probe.ENVIRONMENT_KEY, {}), nonce)
     env.update({k: v for k, v in reported.items() if k not in env})  # the kernel never overrides the grader's facts
+    env["isolation"] = sorted(name for name, held in report.layers.items() if held)
+    env.update(device_requested=options.device, device_used=start.device,
+               device_fell_back=start.device != options.device)
     measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
                      "percentile_method": "linear (NumPy default)", "jobs_at_once": options.jobs_at_once}
     return GradeResult(
@@ -260,8 +319,10 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                     "flood": executed.flood, "deadline_hit": executed.deadline_hit},
             "cells": [{"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
                        "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"],
+            "stored_outputs": len(submission.as_submitted),
             "as_submitted": _differing(submission.as_submitted, executed.notebook),
-            "explanations": list(submission.explanations),
+            "explanations": [dict(e, untouched=e["text"].strip() in lessons.prompt_texts(lesson.id))
+                             for e in submission.explanations],
         },
         notebook=executed.notebook,
     )

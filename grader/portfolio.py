@@ -1,59 +1,129 @@
-"""A student's evidence portfolio: one zip, readable offline.
+"""A student's evidence portfolio: one zip, readable offline, verifiable with the course's public key.
 
 Inputs are result JSON files (from `grade --json` or a batch's `results/`) or
-submissions, which are self-checked (public checks, no reference needed). The
-zip holds an index page and, per lesson, the HTML and Markdown reports, the
-result JSON and the freshly executed notebook when one is available.
+submissions, which are self-checked (public checks, no reference needed). Per
+lesson the zip holds the result exactly as it was recorded (signed where the
+course key signed it), the reports and the executed notebook the grader wrote
+beside it (their digests are in the signed result), or, where those files are
+not at hand, reports rebuilt from the result. The index page is always built
+here, without the key: `grader verify` checks it, and every rebuilt report,
+against the signed results.
 """
 
 from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
-from grader import files, grading, record, render
+from grader import files, grading, lessons, record, render, sign
 from grader.errors import GraderError
 
+MEMBERS = ("result.json", "report.html", "report.md", "notebook.ipynb")
 
-def _entry(source: Path, lesson_id: str | None) -> tuple[dict[str, Any], str | None]:
+
+@dataclass
+class Entry:
+    """One lesson's files in the portfolio."""
+
+    folder: str
+    data: dict[str, Any]
+    result_text: str
+    report: str
+    markdown: str
+    notebook: str | None
+
+
+def _beside(source: Path, *names: str) -> str | None:
+    for name in names:
+        path = source.parent / name
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return None
+
+
+def _entry(source: Path, lesson_id: str | None) -> Entry:
     if source.suffix.lower() == ".json":
         try:
-            data = json.loads(source.read_text(encoding="utf-8"))
+            text = source.read_text(encoding="utf-8")
+            data = json.loads(text)
         except (OSError, ValueError) as err:
             raise GraderError(f"{source.name}: not a readable result JSON ({err})") from None
         if not isinstance(data, dict) or data.get("schema") != record.SCHEMA or "student" not in data:
             raise GraderError(f"{source.name}: not a grader result (schema {record.SCHEMA})")
-        executed = source.parent.parent / "notebooks" / f"{source.stem}.ipynb"
-        return data, executed.read_text(encoding="utf-8") if executed.is_file() else None
-    options = grading.Options(public_only=True, sandbox="auto")
-    result = grading.grade(source, lesson_id, options)
-    return result.to_dict(), nbformat.writes(result.notebook) if result.notebook is not None else None
+        stem = source.stem
+        # beside it, as `grade --json X.json --html X.html --md X.md --notebook X.executed.ipynb` writes them,
+        # or in a batch's folders (results/, reports/, notebooks/)
+        report = _beside(source, f"{stem}.html", f"../reports/{stem}.html") or render.report_html(data)
+        markdown = _beside(source, f"{stem}.md", f"../reports/{stem}.md") or render.report_md(data)
+        notebook = _beside(source, f"{stem}.executed.ipynb", f"../notebooks/{stem}.ipynb")
+        return Entry(data.get("lesson") or stem, data, text, report, markdown, notebook)
+    result = grading.grade(source, lesson_id, grading.Options(public_only=True, sandbox="auto"))
+    data = result.to_dict()
+    report, markdown = grading.safe_report(data), grading.safe_report(data, markdown=True)
+    notebook = nbformat.writes(result.notebook) if result.notebook is not None else None
+    lesson = lessons.get(data["lesson"])
+    data = sign.stamp(data, sign.signing_key(), notebook=notebook, report=report, markdown=markdown,
+                      lesson_folder=lesson.folder, solutions_folder=None)
+    return Entry(data["lesson"], data, record.dumps(data), report, markdown, notebook)
+
+
+def index_html(entries: list[Entry]) -> str:
+    """The portfolio's index page, from the results alone (so a verifier can rebuild it and compare)."""
+    students = sorted({str(e.data.get("student")) for e in entries})
+    stamps = sorted({(e.data.get(sign.SIGNATURE) or {}).get("key", "") for e in entries} - {""})
+    return render.portfolio_index(students, [{"folder": e.folder, "data": e.data, "has_notebook": e.notebook is not None}
+                                             for e in entries], stamps)
 
 
 def build(sources: list[Path], out: Path, lesson_id: str | None = None) -> Path:
     """Write the portfolio zip; returns its path."""
-    entries = []
+    entries: list[Entry] = []
     for source in sources:
-        data, notebook = _entry(source, lesson_id)
-        folder = data.get("lesson") or source.stem
-        if any(e["folder"] == folder for e in entries):
-            raise GraderError(f"two inputs are for lesson '{folder}'; a portfolio holds one result per lesson")
-        entries.append({"folder": folder, "data": data, "notebook": notebook})
-    students = sorted({str(e["data"]["student"]) for e in entries})
+        entry = _entry(source, lesson_id)
+        if any(e.folder == entry.folder for e in entries):
+            raise GraderError(f"two inputs are for lesson '{entry.folder}'; a portfolio holds one result per lesson")
+        entries.append(entry)
+    students = sorted({str(e.data.get("student")) for e in entries})
     if len(students) > 1:
         raise GraderError(f"these results belong to different students ({', '.join(students)}); "
                           "a portfolio holds one student's work")
     with files.replacing(out) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for e in entries:
-            archive.writestr(f"{e['folder']}/report.html", render.report_html(e["data"]))
-            archive.writestr(f"{e['folder']}/report.md", render.report_md(e["data"]))
-            archive.writestr(f"{e['folder']}/result.json", record.dumps(e["data"]))
-            if e["notebook"]:
-                archive.writestr(f"{e['folder']}/notebook.ipynb", e["notebook"])
-        archive.writestr("index.html", render.portfolio_index(
-            students, [{"folder": e["folder"], "data": e["data"], "has_notebook": bool(e["notebook"])} for e in entries]))
+            archive.writestr(f"{e.folder}/result.json", e.result_text)
+            archive.writestr(f"{e.folder}/report.html", e.report)
+            archive.writestr(f"{e.folder}/report.md", e.markdown)
+            if e.notebook is not None:
+                archive.writestr(f"{e.folder}/notebook.ipynb", e.notebook)
+        archive.writestr("index.html", index_html(entries))
     return out
+
+
+def read(path: Path) -> tuple[list[Entry], dict[str, bytes]]:
+    """A portfolio's entries (as far as their results parse) and every member's bytes, for `verify`."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {name: archive.read(name) for name in archive.namelist() if not name.endswith("/")}
+    except (OSError, zipfile.BadZipFile) as err:
+        raise GraderError(f"{path.name}: not a portfolio zip ({err})") from None
+    entries = []
+    for name in sorted(members):
+        folder, _, leaf = name.rpartition("/")
+        if leaf != "result.json" or not folder:
+            continue
+        text = members[name].decode("utf-8", "replace")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = {}
+        if isinstance(data, dict):
+            def member(leaf_name: str) -> str | None:
+                raw = members.get(f"{folder}/{leaf_name}")
+                return raw.decode("utf-8", "replace") if raw is not None else None
+            entries.append(Entry(folder, data, text, member("report.html") or "", member("report.md") or "",
+                                 member("notebook.ipynb")))
+    return entries, members

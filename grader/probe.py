@@ -211,7 +211,11 @@ def __grader_environment(nonce):
         found[f"kernel_{name}"] = getattr(module, "__version__", None) if module else None
     jax = sys.modules.get("jax")
     try:
-        found["jax_devices"] = [str(d) for d in jax.devices()] if jax else None
+        devices = jax.devices() if jax else []
+        found["jax_devices"] = [str(d) for d in devices] if jax else None
+        found["jax_backend"] = jax.default_backend() if jax else None
+        found["jax_device_kind"] = devices[0].device_kind if devices else None
+        found["jax_device_count"] = str(len(devices)) if jax else None
     except Exception as exc:
         found["jax_devices"] = f"unavailable: {type(exc).__name__}"
     sys.stdout.write("\n" + nonce + json.dumps(found) + "\n")
@@ -238,7 +242,8 @@ def collect_environment(outcome: dict[str, Any], nonce: str) -> dict[str, Any]:
     return {k: _short(v) for k, v in data.items() if k in KERNEL_FACTS and isinstance(v, (str, bool, list, type(None)))}
 
 
-KERNEL_FACTS = ("kernel_python", "kernel_pid_namespace", "kernel_numpy", "kernel_jax", "kernel_jaxlib", "jax_devices")
+KERNEL_FACTS = ("kernel_python", "kernel_pid_namespace", "kernel_numpy", "kernel_jax", "kernel_jaxlib", "jax_devices",
+               "jax_backend", "jax_device_kind", "jax_device_count")
 """The only keys the kernel's environment cell may report (the student can rewrite that cell's output)."""
 
 

@@ -151,6 +151,10 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     keep = {k: data.get(k) for k in ("schema", "status", "lesson", "student", "score", "max_score", "error", "graded_at")}
     box = data.get("sandbox") if isinstance(data.get("sandbox"), dict) else {}
     keep["isolated"] = box.get("isolated") if data.get("status") == "graded" else None
+    keep["differing_outputs"] = len(data.get("as_submitted") or [])
+    env = data.get("environment") if isinstance(data.get("environment"), dict) else {}
+    keep["host"] = f"{env.get('cpu_model') or '?'} ({env.get('cpu_count') or '?'} cores)" if env else None
+    keep["device"] = f"{env.get('jax_backend') or '?'}: {env.get('jax_device_kind') or '?'}" if env else None
     keep["exercises"] = [{"id": e["id"], "status": e["status"], "score": e["score"], "kind": e.get("kind"),
                           "messages": list(e.get("messages", []))[:2]} for e in data.get("exercises", [])]
     return keep

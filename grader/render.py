@@ -162,12 +162,16 @@ def report_context(result: dict[str, Any]) -> dict[str, Any]:
         context = {"measured_values": [], "simulated_views": {}, "simulated_values": [],
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
     context["figure"] = ""
+    context["receipt"] = RECEIPT
+    context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])
     spec: dict[str, Any] = {}
     if result.get("lesson") and result.get("status") == "graded":
         try:
             spec = lessons.get(result["lesson"]).figure
         except LessonError:  # a report of an unknown lesson still renders, without the figure
             spec = {}
+    context["figure_caption"] = str(spec.get("caption", ""))
+    context["figure_labels"] = [str(label) for label in spec.get("labels", ["simulated"])]
     if spec:
         try:
             context["figure"] = figure.svg(result, spec)
@@ -191,6 +195,13 @@ def _values_context(result: dict[str, Any]) -> dict[str, Any]:
                         for name, value in (simulated.get("values") or {}).items()]
     return {"measured_values": measured_values, "simulated_views": simulated_views,
             "simulated_values": simulated_values, "unshown": ""}
+
+
+RECEIPT = (("CPU", "cpu_model"), ("cores", "cpu_count"), ("memory (bytes)", "memory_bytes"), ("OS", "os_release"),
+           ("kernel", "os"), ("Python", "python"), ("JAX", "jax"), ("jaxlib", "jaxlib"), ("JAX backend", "jax_backend"),
+           ("device", "jax_device_kind"), ("devices", "jax_device_count"), ("grader", "grader"),
+           ("grader commit", "grader_commit"), ("isolation", "isolation"), ("grading jobs at once", "jobs_at_once"))
+"""The environment receipt, in the style of an inference benchmark's system description."""
 
 
 def warm() -> None:
@@ -236,6 +247,10 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any) -> dict[str, Any]
             "rejected": [r for r in results if r["status"] != "graded" and r not in failures],
             "failures": failures,
             "unisolated": [r["student"] for r in graded if r.get("isolated") is False],
+            "hosts": Counter(r["host"] for r in graded if r.get("host")).most_common(),
+            "devices": Counter(r["device"] for r in graded if r.get("device")).most_common(),
+            "differing": [{"student": r["student"], "count": r["differing_outputs"]} for r in graded
+                          if r.get("differing_outputs")],
             "mean": sum(r["score"] for r in graded) / len(graded) if graded else 0.0, "max_score": max_score,
             "distribution": distribution, "peak": max([d["count"] for d in distribution] or [1]) or 1,
             "exercises": exercises, "trouble": trouble,
@@ -258,29 +273,34 @@ def dashboard_html(results: list[dict[str, Any]], lesson: Any) -> str:
 
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
+LEGEND = ("PASS every case matched · FAIL an answer differs (shown above) · ERROR your code raised, or a cell "
+          "before it did · MISSING a name the exercise needs is not defined · TIMEOUT it ran past its time limit")
 
 
-def summary_text(result: dict[str, Any]) -> str:
-    """A few lines for the terminal after `grader grade`."""
-    lines = [f"{result['student']} · {result['lesson']}: {result['score']:g} / {result['max_score']:g}"
-             f" (seed {result.get('seed')})"]
+def result_text(result: dict[str, Any]) -> str:
+    """A result for the terminal, the same for `grade`, `check` and a batch's students: the score, each
+    exercise with what to fix, the notes, and what the statuses mean."""
+    check = result.get("mode") == "check"
+    if check:
+        head = f"Self-check of {result.get('submission')} for lesson {result['lesson']} (public checks only)"
+    else:
+        head = (f"{result['student']} · {result['lesson']}: {result['score']:g} / {result['max_score']:g}"
+                f" (seed {result.get('seed')}, hash seed {result.get('hash_seed')})")
+    lines = [head, ""]
+    lines += [f"note: {note}" for note in result.get("notes", [])]
+    if result.get("as_submitted"):
+        lines.append(f"note: {len(result['as_submitted'])} stored output(s) differ from the fresh run "
+                     "(the report shows both; only the fresh run counts)")
     for e in result["exercises"]:
-        lines.append(f"  {_MARK[e['status']]:<8} {e['id']:<20} {e['score']:g}/{e['max_score']:g}")
-    return "\n".join(lines)
-
-
-def check_text(result: dict[str, Any]) -> str:
-    """Self-check feedback: per exercise, what passed; for what failed, expected versus got."""
-    lines = [f"Self-check of {result.get('submission')} for lesson {result['lesson']} (public checks only)", ""]
-    for note in result.get("notes", []):
-        lines.append(f"note: {note}")
-    for e in result["exercises"]:
-        lines.append(f"{_MARK[e['status']]:<8} {e['id']}")
+        lines.append(f"{_MARK[e['status']]:<8} {e['id']:<20}" + ("" if check else f" {e['score']:g}/{e['max_score']:g}"))
         if e["status"] != "passed":
             lines += [f"         {m}" for m in e["messages"]]
     passed = sum(1 for e in result["exercises"] if e["status"] == "passed")
-    lines += ["", f"{passed} of {len(result['exercises'])} exercises pass the public checks. "
-              "Hidden cases are drawn when your notebook is graded."]
+    lines.append("")
+    if check:
+        lines.append(f"{passed} of {len(result['exercises'])} exercises pass the public checks. "
+                     "Hidden cases are drawn when your notebook is graded.")
+    lines.append(LEGEND)
     return "\n".join(lines)
 
 
@@ -301,6 +321,7 @@ def validation_text(outcome: Any) -> str:
     return "\n".join(lines)
 
 
-def portfolio_index(students: list[str], entries: list[dict[str, Any]]) -> str:
-    """The portfolio's index page."""
-    return environment().get_template("portfolio/index.html.j2").render(students=students, entries=entries)
+def portfolio_index(students: list[str], entries: list[dict[str, Any]], keys: list[str] | None = None) -> str:
+    """The portfolio's index page (with the fingerprints of the keys that signed its results)."""
+    return environment().get_template("portfolio/index.html.j2").render(students=students, entries=entries,
+                                                                         keys=keys or [])

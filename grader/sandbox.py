@@ -207,11 +207,11 @@ class _SandboxKernelManager(AsyncKernelManager):
             self.provisioner = self.provisioner_factory(self)
         return await super()._async_pre_start_kernel(**kw)
 
-    def __init__(self, *, report: SandboxReport, limits: Limits, hash_seed: int = 0, **kwargs: Any) -> None:
+    def __init__(self, *, report: SandboxReport, limits: Limits, start: KernelStart = None, **kwargs: Any) -> None:
         super().__init__(kernel_name="python3", **kwargs)
         self.report = report
         self.grade_limits = limits
-        self.hash_seed = hash_seed
+        self.start = start or KernelStart()
         rid = uuid.uuid4().hex[:10]
         root = run_root()
         self.rundir = root / "run" / rid
@@ -241,13 +241,13 @@ class _SandboxKernelManager(AsyncKernelManager):
             return cmd
         if not self.report.rootless:
             os.chown(self.connection_file, NOBODY, NOBODY)
-        return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report, self.hash_seed) + cmd
+        return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report, self.start) + cmd
 
     def start_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `start_kernel`: clean environment, scratch cwd, quiet stdio."""
         import subprocess
 
-        env = kernel_env(self.scratch, self.hash_seed)
+        env = kernel_env(self.scratch, self.start)
         if not self.report.mode.startswith("bwrap"):
             env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
         return {"env": env, "cwd": str(self.scratch), "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -258,20 +258,49 @@ class _SandboxKernelManager(AsyncKernelManager):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def kernel_env(scratch: Path, hash_seed: int = 0) -> dict[str, str]:
+DEVICES = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu", "auto": None}
+"""`--device` choices and the JAX_PLATFORMS each sets (auto: none, JAX uses what it finds)."""
+
+
+@dataclass(frozen=True)
+class KernelStart:
+    """What a kernel's interpreter fixes when it starts; a zygote fixes it for every kernel it forks."""
+
+    hash_seed: int = 0
+    """PYTHONHASHSEED."""
+    device: str = "cpu"
+    """A key of DEVICES."""
+
+
+def device_files(device: str) -> list[str]:
+    """The host's device nodes an accelerator kernel needs (bound into its sandbox)."""
+    patterns = {"gpu": ("nvidia*", "dri/*", "kfd"), "tpu": ("accel*", "vfio/*")}.get(device, ())
+    return sorted({str(p) for pattern in patterns for p in Path("/dev").glob(pattern)})
+
+
+def device_available(device: str) -> bool:
+    """Whether this host has the device `--device` asks for (cpu and auto always)."""
+    return device in ("cpu", "auto") or bool(device_files(device))
+
+
+def kernel_env(scratch: Path, start: KernelStart | None = None) -> dict[str, str]:
     """The kernel's whole environment: nothing of the grader's leaks in.
 
     PYTHONHASHSEED fixes set and dict-of-str iteration order, so a grade
     replays exactly; it is read when an interpreter starts (for a zygote,
     once for every kernel it forks).
     """
-    return {"PYTHONHASHSEED": str(hash_seed),
+    start = start or KernelStart()
+    env = {"PYTHONHASHSEED": str(start.hash_seed),
         "PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": "/tmp", "LANG": "C.UTF-8",
         "IPYTHONDIR": "/tmp/.ipython", "MPLCONFIGDIR": "/tmp/.mpl", "XDG_CACHE_HOME": "/tmp/.cache",
-        "JAX_PLATFORMS": "cpu", "MALLOC_ARENA_MAX": "2", "PYTHONNOUSERSITE": "1",
+        "JAX_PLATFORMS": DEVICES.get(start.device) or "", "MALLOC_ARENA_MAX": "2", "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
         "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
     }
+    if not env["JAX_PLATFORMS"]:
+        del env["JAX_PLATFORMS"]  # auto: JAX uses whatever it finds
+    return env
 
 
 def python() -> str:
@@ -283,7 +312,8 @@ def _parents(path: Path) -> list[str]:
     return [str(p) for p in reversed(path.parents) if str(p) != "/"]
 
 
-def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootless: bool, keep_caps: bool) -> list[str]:
+def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootless: bool, keep_caps: bool,
+                devices: list[str] = ()) -> list[str]:
     """The read-only whitelist every kernel sees, plus `writable` dirs bound at their own paths.
 
     Every sandbox starts a new session (no controlling terminal: nothing can
@@ -312,7 +342,10 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootle
     for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
                  "localtime", "hosts", "alternatives", "ssl"):
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    argv += ["--proc", "/proc", "--dev", "/dev",
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for node in devices:  # an accelerator's device nodes, only when --device asks for one
+        argv += ["--dev-bind", node, node]
+    argv += [
              "--perms", "1777", "--size", str(256 * 1024**2), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(64 * 1024**2), "--tmpfs", "/dev/shm"]
     made: set[str] = {"/tmp", "/etc", "/usr", "/dev", "/proc"}
@@ -341,7 +374,8 @@ def _prlimit(limits: Limits) -> list[str]:
             f"--cpu={limits.cpu_seconds}", "--"]
 
 
-def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxReport, hash_seed: int = 0) -> list[str]:
+def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxReport,
+               start: KernelStart | None = None) -> list[str]:
     """The prefix of a fresh kernel's command.
 
     As root: bubblewrap -> setpriv (nobody, no capabilities, no new
@@ -351,8 +385,9 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxRepor
     namespace of its own (which also drops every capability and sets no new
     privileges, and refuses further user namespaces) -> prlimit.
     """
-    argv = _bwrap_base([rundir, scratch], scratch, kernel_env(scratch, hash_seed), rootless=report.rootless,
-                       keep_caps=False)
+    start = start or KernelStart()
+    argv = _bwrap_base([rundir, scratch], scratch, kernel_env(scratch, start), rootless=report.rootless,
+                       keep_caps=False, devices=device_files(start.device))
     if report.rootless:
         return argv + ["--disable-userns", "--"] + _prlimit(limits)
     argv += ["--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
@@ -362,7 +397,7 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxRepor
     return argv + _prlimit(limits)
 
 
-def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool, hash_seed: int = 0) -> list[str]:
+def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool, start: KernelStart | None = None) -> list[str]:
     """bubblewrap prefix for the kernel zygote: root (of its own user namespace, as a normal user)
     keeps its capabilities to build each child's namespaces.
 
@@ -370,11 +405,13 @@ def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool, hash_seed: int
     seed) are fixed here, since forked kernels inherit them.
     """
     root = run_root()
-    env = dict(kernel_env(Path("/tmp"), hash_seed), PYDEVD_DISABLE_FILE_VALIDATION="1")
+    start = start or KernelStart()
+    env = dict(kernel_env(Path("/tmp"), start), PYDEVD_DISABLE_FILE_VALIDATION="1")
     return _bwrap_base([root / "run", root / "scratch", home], Path("/tmp"), env, rootless=rootless,
-                       keep_caps=True) + ["--"]
+                       keep_caps=True, devices=device_files(start.device)) + ["--"]
 
 
-def kernel_manager(report: SandboxReport, limits: Limits, hash_seed: int = 0, **kwargs: Any) -> _SandboxKernelManager:
+def kernel_manager(report: SandboxReport, limits: Limits, start: KernelStart | None = None,
+                   **kwargs: Any) -> _SandboxKernelManager:
     """A new single-use kernel manager for one run of one submission."""
-    return _SandboxKernelManager(report=report, limits=limits, hash_seed=hash_seed, **kwargs)
+    return _SandboxKernelManager(report=report, limits=limits, start=start, **kwargs)

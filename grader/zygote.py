@@ -96,7 +96,7 @@ class Zygote:
     forked later inherits the handle and watches the zygote through a pidfd.
     """
 
-    def __init__(self, limits: Limits, wait: bool = True, hash_seed: int = 0) -> None:
+    def __init__(self, limits: Limits, wait: bool = True, start: sandbox.KernelStart | None = None) -> None:
         root = sandbox.run_root()
         for folder in (root, root / "run", root / "scratch"):
             folder.mkdir(mode=0o755, exist_ok=True)
@@ -108,8 +108,8 @@ class Zygote:
         shutil.copy(SCRIPT, self.home / "code" / SCRIPT.name)
         self.socket_path = self.home / "z.sock"
         self.rootless = os.geteuid() != 0
-        self.hash_seed = hash_seed  # fixed when the zygote's interpreter starts: every kernel it forks has it
-        argv = sandbox.bwrap_zygote_argv(self.home, limits, self.rootless, hash_seed) + [
+        self.start = start or sandbox.KernelStart()  # fixed when its interpreter starts: every kernel it forks has it
+        argv = sandbox.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
             sandbox.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path)]
         # A session of its own: no kernel forked from it can reach the grader's terminal.
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -167,23 +167,24 @@ class Zygote:
 _ZYGOTE: Zygote | None = None
 
 
-def shared(limits: Limits, hash_seed: int = 0) -> Zygote:
+def shared(limits: Limits, start: sandbox.KernelStart | None = None) -> Zygote:
     """This process's zygote (inherited from the process that forked it, if any), started on
-    first use and restarted if it died or has another hash seed."""
-    return start_shared(limits, hash_seed).wait_ready()
+    first use and restarted if it died or was started with other settings (hash seed, device)."""
+    return start_shared(limits, start).wait_ready()
 
 
-def start_shared(limits: Limits, hash_seed: int = 0) -> Zygote:
+def start_shared(limits: Limits, start: sandbox.KernelStart | None = None) -> Zygote:
     """Start this process's zygote in the background, for processes forked later to share.
 
     Call `shared` (or `Zygote.wait_ready`) before forking them: a handle that
     has not read the zygote's "ready" line cannot be shared.
     """
     global _ZYGOTE
-    if _ZYGOTE is None or not _ZYGOTE.alive() or _ZYGOTE.hash_seed != hash_seed:
+    start = start or sandbox.KernelStart()
+    if _ZYGOTE is None or not _ZYGOTE.alive() or _ZYGOTE.start != start:
         if _ZYGOTE is not None:
             _ZYGOTE.stop()
-        _ZYGOTE = Zygote(limits, wait=False, hash_seed=hash_seed)
+        _ZYGOTE = Zygote(limits, wait=False, start=start)
         atexit.register(_ZYGOTE.stop)
     return _ZYGOTE
 
@@ -220,7 +221,7 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
 
 def request_for(km: Any, limits: Limits) -> dict[str, Any]:
     """What the zygote needs to start one kernel (no secrets: the key stays in the connection file)."""
-    env = sandbox.kernel_env(km.scratch, km.hash_seed)
+    env = sandbox.kernel_env(km.scratch, km.start)
     env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
     prefixes = {str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}
     report = km.report
@@ -231,10 +232,10 @@ def request_for(km: Any, limits: Limits) -> dict[str, Any]:
                                    if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")}}
 
 
-def kernel_manager(report: sandbox.SandboxReport, limits: Limits, hash_seed: int = 0) -> Any:
+def kernel_manager(report: sandbox.SandboxReport, limits: Limits, start: sandbox.KernelStart | None = None) -> Any:
     """A single-use kernel manager whose kernel is forked by this process's zygote."""
-    km = sandbox.kernel_manager(report, limits, hash_seed)
-    template = shared(limits, hash_seed)
+    km = sandbox.kernel_manager(report, limits, start)
+    template = shared(limits, start)
 
     def provisioner(manager: Any) -> ZygoteProvisioner:
         made = ZygoteProvisioner(kernel_id=manager.kernel_id, kernel_spec=manager.kernel_spec, parent=manager)

@@ -1,0 +1,191 @@
+"""Receipts: results signed with the course key (Ed25519), and their verification offline.
+
+A result is signed over its canonical JSON: keys sorted, no spaces, ASCII,
+non-finite numbers as the strings "NaN", "Infinity" and "-Infinity", the
+`signature` field left out. The signed result carries SHA-256 digests of the
+files it stands for (the submission as received, the executed notebook, the
+reports, the lesson and the reference) and a digest of each of its own
+top-level fields, so a verifier can name what was changed, not only that
+something was. The private key stays where it was made (the user's config
+folder, owner-only) and is read only by the process that writes records.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from grader import files
+from grader.errors import GraderError
+
+KEY_NAME = "course.key"
+PUBLIC_NAME = "course.pub"
+SIGNATURE = "signature"
+FIELD_DIGESTS = "field_digests"
+
+
+class KeyProblem(GraderError):
+    """A key that cannot be made, read or used (one line, exit 2)."""
+
+
+def key_dir() -> Path:
+    """Where `grader keys init` puts the course key by default: the user's config folder (XDG)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "inference-grader"
+
+
+def init(folder: Path | None = None) -> tuple[Path, Path]:
+    """Make a new course key pair in `folder`; an existing key is never overwritten."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    folder = Path(folder) if folder else key_dir()
+    key_path, pub_path = folder / KEY_NAME, folder / PUBLIC_NAME
+    if key_path.exists():
+        raise KeyProblem(f"{key_path} already exists; keep it (results signed with it verify only with its "
+                        "course.pub), or make the new key in another folder with --dir")
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private = Ed25519PrivateKey.generate()
+    files.write_bytes(key_path, private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                      serialization.NoEncryption()), private=True)
+    files.write_bytes(pub_path, private.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    return key_path, pub_path
+
+
+def signing_key() -> Any:
+    """The course's private key: `GRADER_KEY` (a path), else `course.key` in the config folder; None if neither."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    named = os.environ.get("GRADER_KEY")
+    path = Path(named) if named else key_dir() / KEY_NAME
+    if not path.is_file():
+        if named:
+            raise KeyProblem(f"GRADER_KEY names {path}, which is not a file")
+        return None
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (ValueError, TypeError) as err:
+        raise KeyProblem(f"{path} is not a course key this tool can read ({err})") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise KeyProblem(f"{path} is not an Ed25519 key")
+    return key
+
+
+def public_key(path: Path) -> Any:
+    """A course.pub file as a key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        key = serialization.load_pem_public_key(Path(path).read_bytes())
+    except (OSError, ValueError) as err:
+        raise KeyProblem(f"{path}: not a public key this tool can read ({err})") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise KeyProblem(f"{path} is not an Ed25519 public key")
+    return key
+
+
+def fingerprint(key: Any) -> str:
+    """A short, stable name for a key: the start of the SHA-256 of its raw public bytes."""
+    from cryptography.hazmat.primitives import serialization
+
+    public = key.public_key() if hasattr(key, "public_key") else key
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return "ed25519:" + hashlib.sha256(raw).hexdigest()[:32]
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def canonical(value: Any) -> bytes:
+    """The bytes that are signed: sorted keys, no spaces, ASCII, non-finite numbers as strings."""
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != SIGNATURE}
+    return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False, default=str).encode("ascii")
+
+
+def digest(data: bytes | str) -> str:
+    """SHA-256, hex."""
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+def folder_digest(folder: Path, names: tuple[str, ...]) -> str | None:
+    """One digest over the named files of a folder (those that exist), in order; None if none exists."""
+    found = [(name, (folder / name).read_bytes()) for name in names if (folder / name).is_file()]
+    if not found:
+        return None
+    return digest(b"".join(name.encode() + b"\0" + digest(body).encode() + b"\n" for name, body in found))
+
+
+def _field_digests(data: dict[str, Any]) -> dict[str, str]:
+    return {key: digest(canonical(value)) for key, value in sorted(data.items())
+            if key not in (SIGNATURE, FIELD_DIGESTS)}
+
+
+def sign(data: dict[str, Any], key: Any) -> dict[str, Any]:
+    """The result with its field digests and a signature over the whole (the key never leaves this process)."""
+    signed = {k: v for k, v in data.items() if k != SIGNATURE}
+    signed[FIELD_DIGESTS] = _field_digests(signed)
+    value = key.sign(canonical(signed))
+    signed[SIGNATURE] = {"algorithm": "ed25519", "key": fingerprint(key),
+                         "value": base64.b64encode(value).decode("ascii")}
+    return signed
+
+
+def stamp(data: dict[str, Any], key: Any, *, notebook: str | None, report: str | None, markdown: str | None,
+          lesson_folder: Path | None, solutions_folder: Path | None) -> dict[str, Any]:
+    """The result as it is recorded: the digests of what it stands for, then the signature (or `unsigned`)."""
+    data = dict(data)
+    data["digests"] = {
+        "submission": data.get("digest"),
+        "notebook": digest(notebook) if notebook else None,
+        "report": digest(report) if report else None,
+        "report_md": digest(markdown) if markdown else None,
+        "lesson": folder_digest(lesson_folder, ("lesson.toml", "scaffold.py", "properties.py")) if lesson_folder else None,
+        "reference": folder_digest(solutions_folder, ("answers.py", "hidden.py")) if solutions_folder else None,
+    }
+    return sign(data, key) if key is not None else unsigned(data)
+
+
+def unsigned(data: dict[str, Any]) -> dict[str, Any]:
+    """The result marked as carrying no signature (no course key here)."""
+    return {**{k: v for k, v in data.items() if k != SIGNATURE}, SIGNATURE: None}
+
+
+def check(data: Any, key: Any) -> tuple[str, str]:
+    """(`intact` | `altered` | `unsigned` | `other key`, what): a result checked against the course's public key."""
+    from cryptography.exceptions import InvalidSignature
+
+    if not isinstance(data, dict):
+        return "altered", "not a result"
+    stamp = data.get(SIGNATURE)
+    if not stamp:
+        return "unsigned", "no course key signed it"
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("value"), str):
+        return "altered", "the signature field"
+    if stamp.get("key") != fingerprint(key):
+        return "other key", f"signed with {stamp.get('key')}, not {fingerprint(key)}"
+    try:
+        key.verify(base64.b64decode(stamp["value"], validate=True), canonical(data))
+        return "intact", ""
+    except (InvalidSignature, ValueError):
+        pass
+    stored = data.get(FIELD_DIGESTS) if isinstance(data.get(FIELD_DIGESTS), dict) else {}
+    now = _field_digests(data)
+    changed = sorted(k for k in set(now) | set(stored) if now.get(k) != stored.get(k))
+    return "altered", ("field " + ", ".join(changed)) if changed else "the signed fields or their digests"
