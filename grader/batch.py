@@ -78,7 +78,8 @@ def digest(path: Path) -> str:
 
 
 class _Progress:
-    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+    def __init__(self, total: int, stream: Any = None) -> None:
+        stream = stream or sys.stderr  # looked up now: the caller may have redirected it
         self.total, self.done, self.start, self.stream = total, 0, time.monotonic(), stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
 

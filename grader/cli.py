@@ -244,7 +244,13 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 @click.option("--lesson", "lesson_id", help="Lesson of the submissions given (default: from their metadata).")
 def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | None) -> None:
     """Export a student's evidence portfolio from results or submissions."""
-    click.echo(str(portfolio.build(list(sources), out_file, lesson_id)))
+    path = portfolio.build(list(sources), out_file, lesson_id)
+    entries, _ = portfolio.read(path)
+    unsigned = [e.folder for e in entries if not e.data.get(sign.SIGNATURE)]
+    if unsigned:
+        click.echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them",
+                   err=True)
+    click.echo(str(path))
 
 
 @main.group("keys")

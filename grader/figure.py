@@ -111,9 +111,9 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
         ax.set_xscale("log", base=2)
         ax.set_xticks(batches, [f"{b:g}" for b in batches])  # plain labels: no mathtext to parse per report
         ax.minorticks_off()
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("ms per batch (measured)")
-        ax.set_title("Measured: warm latency per batch (this host, this run)")
+        ax.set_xlabel(spec.get("timings_xlabel", "batch size"))
+        ax.set_ylabel(spec.get("timings_ylabel", "ms per call (measured)"))
+        ax.set_title(spec.get("timings_title", "Measured: warm latency (this host, this run)"))
         ax.legend()
         row += 1
     if series and scale > 0:
@@ -123,7 +123,7 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
             ax.plot(np.arange(values.size), values / scale, label=label)
         ax.set_xlabel("request index")
         ax.set_ylabel(spec.get("series_ylabel", "simulated"))
-        ax.set_title("Simulated: response time over the measured batch-1 median")
+        ax.set_title(spec.get("series_title", "Simulated"))
         ax.legend()
     for panel, xs, ys in lines:
         ax = axes[row][0]

@@ -145,7 +145,7 @@ def prepare(lesson_id: str, options: Options) -> None:
     except GraderError:
         mode = "none"
     try:
-        start = sandbox.KernelStart(options.hash_seed or 0, device_for(options))
+        start = sandbox.KernelStart(options.hash_seed or 0, device_for(options), lessons.get(lesson_id).warm_imports)
     except GraderError:
         mode = "none"  # each grade then says why
     starting = zygote.start_shared(options.limits, start) if options.zygote and mode == "bwrap" else None
@@ -255,7 +255,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     lesson = lessons.get(_lesson_id(lesson_id, submission))
     seed = options.seed if options.seed is not None else secrets.randbelow(2**62)
     hash_seed = hash_seed_for(options, seed)
-    start = sandbox.KernelStart(hash_seed, device_for(options))
+    start = sandbox.KernelStart(hash_seed, device_for(options), lesson.warm_imports)
     plans = _plans(lesson, seed, options.public_only)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
     sandbox.sweep_stale()
@@ -300,7 +300,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     env.update(device_requested=options.device, device_used=start.device,
                device_fell_back=start.device != options.device)
     measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
-                     "percentile_method": "linear (NumPy default)", "jobs_at_once": options.jobs_at_once}
+                     "percentile_method": lesson.report.get("percentile_method", "not stated by the lesson"),
+                     "units": lesson.report.get("measured_units", ""), "jobs_at_once": options.jobs_at_once}
     return GradeResult(
         status="graded", lesson=lesson.id, student=submission.student,
         score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,

@@ -19,10 +19,9 @@ import signal
 import socket
 import sys
 
-import numpy  # noqa: F401  (warm imports shared by every kernel)
-import jax  # noqa: F401
-import jax.numpy  # noqa: F401
-import ipykernel.ipkernel  # noqa: F401
+import importlib
+
+import ipykernel.ipkernel  # noqa: F401  (warm imports shared by every kernel)
 import ipykernel.zmqshell  # noqa: F401
 # What IPKernelApp.initialize would otherwise import in every kernel (0.27 s of its 0.33 s)
 import ipykernel.debugger  # noqa: F401
@@ -164,7 +163,8 @@ def _become_kernel(request):
     os.environ.clear()
     os.environ.update(environment)
     os.chdir(request["scratch"])
-    numpy.random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()  # its legacy global generator: fresh per kernel
     sys.argv = ["ipykernel_launcher"]
     app = IPKernelApp.instance()
     app.initialize(["-f", request["connection_file"], "--HistoryManager.hist_file=:memory:"])
@@ -259,4 +259,10 @@ def serve(path):
 
 
 if __name__ == "__main__":
+    # The lesson's warm imports (numpy, jax, ...), named by the grader; a failing one only costs its warmth.
+    for _name in json.loads(sys.argv[2]) if len(sys.argv) > 2 else []:
+        try:
+            importlib.import_module(_name)
+        except Exception:  # noqa: BLE001
+            pass
     serve(sys.argv[1])

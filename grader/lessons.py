@@ -16,6 +16,7 @@ import functools
 import importlib.util
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +123,10 @@ class Lesson:
     """Names read after the run for the evidence report (not graded), each `measured` or `simulated`."""
     figure: dict[str, Any] = field(default_factory=dict)
     """The lesson's figure: panels drawn from evidence values (see render.figure_svg)."""
+    report: dict[str, str] = field(default_factory=dict)
+    """The lesson's own words in its reports (`[report]`): percentile_method, measured_units, simulated_values_note."""
+    warm_imports: tuple[str, ...] = ()
+    """Modules a batch's warm kernel template imports once for every kernel (`warm_imports`)."""
 
     @property
     def max_score(self) -> float:
@@ -163,8 +168,12 @@ def get(lesson_id: str) -> Lesson:
     evidence = {str(k): str(v) for k, v in spec.get("evidence", {}).items()}
     if any(kind not in KINDS for kind in evidence.values()):
         raise LessonError(f"{spec_path}: every [evidence] name must be {' or '.join(KINDS)}")
+    warm = tuple(str(name) for name in spec.get("warm_imports", []))
+    if not all(re.fullmatch(r"[A-Za-z_][\w.]*", name) for name in warm):
+        raise LessonError(f"{spec_path}: warm_imports must be module names")
     return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises,
-                  evidence=evidence, figure=dict(spec.get("figure", {})))
+                  evidence=evidence, figure=dict(spec.get("figure", {})),
+                  report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm)
 
 
 def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:

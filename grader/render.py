@@ -165,12 +165,14 @@ def report_context(result: dict[str, Any]) -> dict[str, Any]:
     context["receipt"] = RECEIPT
     context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])
     spec: dict[str, Any] = {}
+    prose: dict[str, str] = {}
     if result.get("lesson") and result.get("status") == "graded":
         try:
-            spec = lessons.get(result["lesson"]).figure
+            spec, prose = lessons.get(result["lesson"]).figure, lessons.get(result["lesson"]).report
         except LessonError:  # a report of an unknown lesson still renders, without the figure
             spec = {}
     context["figure_caption"] = str(spec.get("caption", ""))
+    context["simulated_note"] = prose.get("simulated_values_note", "")
     context["figure_labels"] = [str(label) for label in spec.get("labels", ["simulated"])]
     if spec:
         try:

@@ -270,6 +270,8 @@ class KernelStart:
     """PYTHONHASHSEED."""
     device: str = "cpu"
     """A key of DEVICES."""
+    warm_imports: tuple[str, ...] = ()
+    """Modules a zygote imports before it forks kernels (the lesson's `warm_imports`)."""
 
 
 def device_files(device: str) -> list[str]:

@@ -4,7 +4,7 @@
 pid, ipc and uts namespaces; the same read-only whitelist as a fresh kernel;
 only the run and scratch roots writable). For every kernel it forks a child
 that isolates itself as strongly as a fresh bubblewrap kernel (see that file)
-and becomes the kernel, so `import jax` is paid once per grading process
+and becomes the kernel, so the lesson's heavy imports (its `warm_imports`) are paid once per grading process
 instead of once per notebook. The grader holds a pidfd of the child: polling
 it tells liveness, signalling it ends the child's pid namespace and with it
 everything the notebook started. Every kernel still serves one submission.
@@ -110,7 +110,8 @@ class Zygote:
         self.rootless = os.geteuid() != 0
         self.start = start or sandbox.KernelStart()  # fixed when its interpreter starts: every kernel it forks has it
         argv = sandbox.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
-            sandbox.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path)]
+            sandbox.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path),
+            json.dumps(list(self.start.warm_imports))]
         # A session of its own: no kernel forked from it can reach the grader's terminal.
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"},

@@ -75,6 +75,9 @@ def test_a_mixed_class_is_recorded_completely(tmp_path):
     modes = {oct(p.stat().st_mode & 0o777) for p in out.rglob("*") if p.is_file() and p.suffix != ".sqlite-wal"}
     assert modes <= {"0o644"}, modes  # readable when copied to a web server (umask 022 in CI)
     assert len({r.get("hash_seed") for r in results.values() if r["status"] == "graded"}) == 1  # one per batch
+    assert "rejected: eli.ipynb: not valid notebook JSON" in result.stderr  # the progress line says why
+    dashboard = (out / "index.html").read_text()
+    assert "Where the measured numbers ran" in dashboard and results["ada"]["environment"]["cpu_model"] in dashboard
     assert results["ada"]["score"] == 9.0
     assert results["ben"]["score"] == 8.0
     assert results["eli"]["status"] == "rejected" and results["fay"]["status"] == "rejected"

@@ -238,3 +238,43 @@ def test_batch_without_a_sandbox_says_so_on_stderr_and_the_dashboard(tmp_path, m
     dashboard = (tmp_path / "out" / "index.html").read_text()
     assert "Graded without isolation" in dashboard and "ada" in dashboard
     assert json.loads((tmp_path / "out" / "results" / "ada.json").read_text())["sandbox"]["isolated"] is False
+
+
+def test_an_absent_device_is_refused_with_one_line_unless_falling_back_is_asked(tmp_path):
+    from grader import sandbox
+
+    if sandbox.device_available("gpu"):
+        pytest.skip("this host has a GPU")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    refused = run("grade", str(tmp_path / "a.py"), "--lesson", LESSON, "--device", "gpu")
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert refused.exit_code == 2 and len(lines) == 1 and "no GPU on this host" in lines[0] and "--device-fallback" in lines[0]
+
+
+@pytest.mark.kernel
+def test_grade_writes_every_report_and_a_portfolio_takes_them_all(tmp_path):
+    import zipfile
+
+    (tmp_path / "ada.py").write_text("interpolated_p95 = 5.95\n")
+    out = tmp_path / "out"
+    done = run("grade", str(tmp_path / "ada.py"), "--lesson", LESSON, "--json", str(out / "ada.json"),
+               "--html", str(out / "ada.html"), "--md", str(out / "ada.md"), "--notebook", str(out / "ada.executed.ipynb"),
+               "--no-sandbox", "--device", "gpu", "--device-fallback")
+    assert done.exit_code == 0, done.stderr
+    data = json.loads((out / "ada.json").read_text())
+    env = data["environment"]
+    assert (env["device_requested"], env["device_used"], env["device_fell_back"]) == ("gpu", "cpu", True)
+    for key in ("cpu_model", "cpu_count", "memory_bytes", "os", "python", "jax", "grader", "isolation", "jobs_at_once"):
+        assert key in env, key
+    assert "Receipt" in (out / "ada.html").read_text() and "Receipt:" in (out / "ada.md").read_text()
+    zipped = run("portfolio", str(out / "ada.json"), "--out", str(tmp_path / "ada.zip"))
+    assert zipped.exit_code == 0, zipped.stderr
+    with zipfile.ZipFile(tmp_path / "ada.zip") as archive:
+        assert archive.read(f"{LESSON}/notebook.ipynb") == (out / "ada.executed.ipynb").read_bytes()
+        assert archive.read(f"{LESSON}/report.md") == (out / "ada.md").read_bytes()
+    other = dict(data, student="ben", lesson="inference-scaling")
+    (out / "ben.json").write_text(json.dumps(other))
+    mixed = run("portfolio", str(out / "ada.json"), str(out / "ben.json"), "--out", str(tmp_path / "mixed.zip"))
+    lines = [line for line in mixed.stderr.splitlines() if line.strip()]
+    assert mixed.exit_code == 2 and len(lines) == 1 and "different students (ada, ben)" in lines[0]
+    assert not (tmp_path / "mixed.zip").exists()

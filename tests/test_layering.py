@@ -38,3 +38,20 @@ def test_no_lesson_specific_names_in_the_package():
         text = path.read_text()
         for word in ("simulate_queue", "inference-capacity", "inference-scaling", "crossover", "sweep("):
             assert word not in text, f"{path.name} mentions {word}"
+
+
+def test_the_package_holds_no_lesson_ids_exercise_ids_or_figures():
+    import tomllib
+
+    words = set()
+    for spec_path in (PACKAGE.parent / "lessons").glob("*/lesson.toml"):
+        spec = tomllib.loads(spec_path.read_text())
+        words.add(spec["id"])
+        words.update(ex["id"] for ex in spec["exercises"] if "-" in ex["id"])  # ids like `queue-hand-check`
+        for ex in spec["exercises"]:
+            words.update(n for n in ex.get("needs", []) if "_" in n)        # names like `simulate_queue`
+    words |= {"463.87", "0.6783", "5.95", "jax.numpy", "import jax"}          # figures and warm imports
+    for path in PACKAGE.glob("*.py"):
+        text = path.read_text()
+        for word in sorted(words):
+            assert word not in text, f"{path.name} mentions {word}"
