@@ -59,7 +59,11 @@ def _die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides on Ctrl-C
+    # The parent decides on Ctrl-C. A process group of its own keeps a terminal's Ctrl-C from the worker:
+    # ignoring SIGINT is not enough, since nbclient installs a SIGINT handler of its own while a kernel
+    # runs and would shut that kernel down under the grade.
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def default_jobs() -> int:

@@ -105,8 +105,10 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, s
     out = tmp_path / "out"
     command = [sys.executable, "-m", "grader", "batch", str(folder), "--lesson", LESSON, "--out", str(out),
                "--jobs", "2", *LIMIT_FLAGS]
+    # As a terminal's foreground job: Ctrl-C goes to the process group, and SIGINT has its default action
+    # (a test runner started in the background may have inherited it ignored).
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     db = out / "gradebook.sqlite"
     deadline = time.monotonic() + 240
     try:
@@ -118,7 +120,7 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, s
     finally:
         _, stderr = proc.communicate(timeout=60)
     if signum == signal.SIGINT:  # stopped cleanly, saying how to resume
-        assert proc.returncode == 130
+        assert proc.returncode == 130, stderr[-3000:]
         assert "interrupted" in stderr and "Traceback" not in stderr, stderr
     finished = {student for student, _ in _rows(db)}
     assert 2 <= len(finished) < 8, "the kill should land part-way"
