@@ -163,3 +163,20 @@ def test_ipykernels_file_names_read_as_the_cell():
     assert readable("invalid syntax (2912668609.py, line 1)") == "invalid syntax (this cell, line 1)"
     assert readable('File /tmp/ipykernel_7/3346742915.py:4') == "File this cell:4"
     assert readable("answer 12345 in main.py") == "answer 12345 in main.py"
+
+
+def test_a_mismatch_in_returned_arrays_names_the_value_and_the_position():
+    c = lessons.case_from_spec({"call": "f", "args": [{"array": [0.0, 1.0, 4.0]}, 2.0],
+                                "columns": ["arrival (ms)", "start (ms)", "finish (ms)", "response (ms)"]})
+    got = [np.array([0.0, 2.0, 4.0]), np.array([2.0, 4.0, 7.0]), np.array([2.0, 3.0, 2.0])]
+    mismatch = judge.compare(got, [[0, 2, 4], [2, 4, 6], [2, 3, 2]], c)
+    assert mismatch.where == "returned value 2 of 3 (finish (ms)), position [2]"
+    assert mismatch.public().startswith("expected 6.0 for returned value 2 of 3 (finish (ms)), position [2], got 7.0")
+
+
+def test_a_hidden_input_is_shown_in_a_form_that_pastes():
+    c = lessons.case_from_spec({"call": "f", "args": [{"array": [0.0, 0.5] * 20 + [float("nan")]}, 1.5]}, hidden=True)
+    label = c.label().strip("`")
+    np_namespace = {"np": np, "f": lambda a, s: (a, s)}
+    rebuilt, service = eval(label, np_namespace)  # noqa: S307 - the grader's own label, in a test
+    assert rebuilt.shape == (41,) and np.isnan(rebuilt[-1]) and service == 1.5

@@ -231,3 +231,10 @@ def test_values_no_float_holds_cost_the_figure_not_the_report(graded):
     broken = dict(data, measured={"how": data["measured"]["how"], "answers": {}, "values": {"measurements": [{"batch": 10**400}]}})
     assert "inference-capacity" in render.report_html(broken)
     assert "inference-capacity" in grading.safe_report(dict(data, simulated={"answers": {"x": "not a list"}}))
+
+
+def test_a_lesson_that_measures_nothing_says_so_and_draws_its_declared_figure(graded):
+    html = render.report_html(graded.solution("inference-scaling"))
+    assert "This lesson measures nothing on this host" in html
+    figure = html.split('<div class="figure">')[1]
+    assert figure.startswith("<svg") and "Batch-size sweep" in figure and "rows_per_prediction" in figure
