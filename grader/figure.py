@@ -66,6 +66,13 @@ def _answer_lines(result: dict[str, Any], panel: dict[str, Any]) -> tuple[list[f
     return xs, ys
 
 
+def _label(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+
+
 def warm() -> None:
     """Import the plotting code and its SVG backend now (a batch parent does this once, before forking)."""
     from matplotlib.figure import Figure
@@ -111,20 +118,15 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
         ax.set_xscale("log", base=2)
         ax.set_xticks(batches, [f"{b:g}" for b in batches])  # plain labels: no mathtext to parse per report
         ax.minorticks_off()
-        ax.set_xlabel(spec.get("timings_xlabel", "batch size"))
-        ax.set_ylabel(spec.get("timings_ylabel", "ms per call (measured)"))
-        ax.set_title(spec.get("timings_title", "Measured: warm latency (this host, this run)"))
-        ax.legend()
+        _label(ax, spec.get("timings_xlabel", "batch size"), spec.get("timings_ylabel", "ms per call (measured)"),
+               spec.get("timings_title", "Measured: warm latency (this host, this run)"))
         row += 1
     if series and scale > 0:
         ax = axes[row][0]
         row += 1
         for label, values in series:
             ax.plot(np.arange(values.size), values / scale, label=label)
-        ax.set_xlabel("request index")
-        ax.set_ylabel(spec.get("series_ylabel", "simulated"))
-        ax.set_title(spec.get("series_title", "Simulated"))
-        ax.legend()
+        _label(ax, "request index", spec.get("series_ylabel", "simulated"), spec.get("series_title", "Simulated"))
     for panel, xs, ys in lines:
         ax = axes[row][0]
         for field, values in ys.items():
@@ -133,10 +135,7 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
-        ax.set_xlabel(panel.get("xlabel", "input"))
-        ax.set_ylabel(panel.get("ylabel", ""))
-        ax.set_title(panel.get("title", ""))
-        ax.legend()
+        _label(ax, panel.get("xlabel", "input"), panel.get("ylabel", ""), panel.get("title", ""))
         row += 1
     fig.suptitle(spec.get("title", ""), fontsize=11)
     fig.subplots_adjust(left=0.13, right=0.97, top=1 - 0.55 / (3.2 * panels), bottom=0.5 / (3.2 * panels), hspace=0.5)

@@ -69,13 +69,8 @@ def signing_key() -> Any:
         if named:
             raise KeyProblem(f"GRADER_KEY names {path}, which is not a file")
         return None
-    try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except (ValueError, TypeError) as err:
-        raise KeyProblem(f"{path} is not a course key this tool can read ({err})") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise KeyProblem(f"{path} is not an Ed25519 key")
-    return key
+    return _load(path, lambda data: serialization.load_pem_private_key(data, password=None), Ed25519PrivateKey,
+                 "course key")
 
 
 def public_key(path: Path) -> Any:
@@ -83,12 +78,16 @@ def public_key(path: Path) -> Any:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+    return _load(Path(path), serialization.load_pem_public_key, Ed25519PublicKey, "public key")
+
+
+def _load(path: Path, loader: Any, kind: type, what: str) -> Any:
     try:
-        key = serialization.load_pem_public_key(Path(path).read_bytes())
-    except (OSError, ValueError) as err:
-        raise KeyProblem(f"{path}: not a public key this tool can read ({err})") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise KeyProblem(f"{path} is not an Ed25519 public key")
+        key = loader(path.read_bytes())
+    except (OSError, ValueError, TypeError) as err:
+        raise KeyProblem(f"{path}: not a {what} this tool can read ({err})") from None
+    if not isinstance(key, kind):
+        raise KeyProblem(f"{path}: not an Ed25519 {what}")
     return key
 
 
