@@ -25,8 +25,7 @@ def main(device: str) -> None:
         path = out / f"{lesson_id}.ipynb"
         nbformat.write(lessons.solution_notebook(lessons.get(lesson_id)), str(path))
         result = grading.grade(path, lesson_id, grading.Options(device=device, device_fallback=True))
-        data = sign.stamp(result.to_dict(), sign.signing_key(), notebook=None, report=None, markdown=None,
-                          lesson_folder=lessons.get(lesson_id).folder, solutions_folder=None)
+        data = sign.stamp(result.to_dict(), sign.signing_key(), notebook=None, report=None, markdown=None)
         target = out / f"{lesson_id}.json"
         target.write_text(json.dumps(data, indent=2, default=str))
         env = data["environment"]

@@ -135,7 +135,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     hash_seed = options.hash_seed if options.hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None,
                       hash_seed=hash_seed)
-    counts = {"graded": 0, "rejected": 0, "errors": 0, "timeouts": 0, "failures": 0}
+    counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
     named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
@@ -149,7 +149,6 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
             for key, hit in (("errors", "error" in statuses), ("timeouts", "timeout" in statuses),
                              ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
-                counts[key] += hit and key != "rejected"  # rejected is counted above, failures included
                 if hit:
                     named[key].append(str(data.get("student") or path.stem))
             if bar:
@@ -160,7 +159,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         files.write_text(out / "index.html", render.dashboard_html(latest, lesson))
         book.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    counts["signed"] = int(signing)
+    counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(signing))
     return Summary(total=len(by_student), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
                    peak_mb=peak, named=named)
 
@@ -223,9 +222,7 @@ def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any], 
         files.write_text(out / "notebooks" / f"{path.stem}.ipynb", executed)
     files.write_text(out / "reports" / f"{path.stem}.html", report)
     files.write_text(out / "reports" / f"{path.stem}.md", markdown)
-    lesson = lessons.get(data["lesson"]) if data.get("lesson") in lessons.available() else None
-    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown,
-                      lesson_folder=lesson.folder if lesson else None, solutions_folder=lesson.solutions if lesson else None)
+    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown)
     record.write_json(data, out / "results" / f"{path.stem}.json")
     book.add(data, data["digest"])
     return data

@@ -21,6 +21,7 @@ from grader import grading
 from grader import files, lessons, portfolio, record, render, sign
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
+from grader.sandbox import DEVICES
 
 EXIT_OK = 0
 EXIT_UNSOUND = 1
@@ -31,15 +32,16 @@ _FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
 _SECONDS = click.FloatRange(min=0, min_open=True)
 
 
-def _options(seed: int | None, sandbox: str, require: bool, cell_timeout: float | None,
-             notebook_timeout: float | None, public_only: bool = False,
-             per_cell: tuple[tuple[str, float], ...] = ()) -> grading.Options:
+def _options(*, sandbox: str | None = None, default_sandbox: str = "auto", cell_timeout: float | None = None,
+             notebook_timeout: float | None = None, per_cell: tuple[tuple[str, float], ...] = (),
+             **fields: Any) -> grading.Options:
+    """Options from the flags of `_sandbox_options` (the remaining flags are fields of `grading.Options`)."""
     limits = Limits(cell_timeouts=per_cell)
     if cell_timeout is not None:
         limits = replace(limits, cell_timeout=cell_timeout, probe_timeout=cell_timeout)
     if notebook_timeout is not None:
         limits = replace(limits, notebook_timeout=notebook_timeout)
-    return grading.Options(limits=limits, seed=seed, sandbox=sandbox, require_sandbox=require, public_only=public_only)
+    return grading.Options(limits=limits, sandbox=sandbox or default_sandbox, **fields)
 
 
 def _warn_sandbox(data: dict[str, Any]) -> None:
@@ -64,10 +66,7 @@ def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None, m
     if notebook_path and executed is not None:
         files.write_text(notebook_path, executed)
     key = sign.signing_key()
-    lesson = lessons.get(data["lesson"]) if data.get("lesson") in lessons.available() else None
-    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown,
-                      lesson_folder=lesson.folder if lesson else None,
-                      solutions_folder=lesson.solutions if lesson else None)
+    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown)
     if key is None and json_path and data.get("status") == "graded":  # a rejection stays one line
         click.echo("grader: note: the result is unsigned (no course key here: grader keys init)", err=True)
     if json_path == "-":
@@ -121,16 +120,10 @@ class _CellBudget(click.ParamType):
         return cell_id, budget
 
 
-def sandbox_devices() -> tuple[str, ...]:
-    from grader.sandbox import DEVICES
-
-    return tuple(DEVICES)
-
-
 def _sandbox_options(fn: Any) -> Any:
     fn = click.option("--cell-timeout-for", "per_cell", type=_CellBudget(), multiple=True,
                       help="Seconds for one cell, by its id (repeatable); overrides --cell-timeout there.")(fn)
-    fn = click.option("--device", type=click.Choice(sorted(sandbox_devices())), default="cpu", show_default=True,
+    fn = click.option("--device", type=click.Choice(sorted(DEVICES)), default="cpu", show_default=True,
                       help="JAX backend for the kernel (auto: whatever JAX finds).")(fn)
     fn = click.option("--device-fallback", is_flag=True, help="Grade on the CPU when the device asked for is absent.")(fn)
     fn = click.option("--seed", type=click.IntRange(min=0), help="Seed for hidden cases (replays a recorded grade).")(fn)
@@ -138,7 +131,7 @@ def _sandbox_options(fn: Any) -> Any:
                       help="The kernel's PYTHONHASHSEED (default: derived from --seed; a batch records its own).")(fn)
     fn = click.option("--no-sandbox", "sandbox", flag_value="none", help="Run the kernel without isolation.")(fn)
     fn = click.option("--sandbox", "sandbox", flag_value="bwrap", help="Insist on the bubblewrap sandbox.")(fn)
-    fn = click.option("--require-sandbox", is_flag=True, help="Refuse to grade unless every isolation layer holds.")(fn)
+    fn = click.option("--require-sandbox", "require_sandbox", is_flag=True, help="Refuse to grade unless every isolation layer holds.")(fn)
     fn = click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell and per exercise probe (default 30).")(fn)
     fn = click.option("--notebook-timeout", type=_SECONDS, help="Seconds for the whole run (default 300).")(fn)
     return fn
@@ -159,12 +152,9 @@ def main() -> None:
               help="Write the freshly executed notebook here (a portfolio picks up RESULT.executed.ipynb beside RESULT.json).")
 @_sandbox_options
 def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, html_path: Path | None,
-              md_path: Path | None, notebook_path: Path | None, device: str, device_fallback: bool, seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
-              cell_timeout: float | None, notebook_timeout: float | None,
-              per_cell: tuple[tuple[str, float], ...]) -> None:
+              md_path: Path | None, notebook_path: Path | None, **flags: Any) -> None:
     """Grade one .ipynb or .py submission."""
-    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
-                               per_cell=per_cell), hash_seed=hash_seed, device=device, device_fallback=device_fallback)
+    options = _options(**flags)
     try:
         result = grading.grade(submission, lesson_id, options)
     except GraderError as err:  # the reason is also a `rejected` result where one was asked for
@@ -184,7 +174,7 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
 @click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell (default 30).")
 def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
     """Self-check before submitting: public checks only, readable feedback."""
-    options = _options(None, sandbox or "none", False, cell_timeout, None, public_only=True)
+    options = _options(sandbox=sandbox, default_sandbox="none", cell_timeout=cell_timeout, public_only=True)
     result = grading.grade(submission, lesson_id, options)
     click.echo(render.result_text(result.to_dict()))
 
@@ -200,13 +190,9 @@ def release_cmd(lesson_id: str, out_dir: Path) -> None:
 @main.command("validate")
 @click.argument("lesson_id")
 @_sandbox_options
-def validate_cmd(lesson_id: str, device: str, device_fallback: bool, seed: int | None, hash_seed: int | None, sandbox: str | None,
-                 require_sandbox: bool, cell_timeout: float | None, notebook_timeout: float | None,
-                 per_cell: tuple[tuple[str, float], ...]) -> None:
+def validate_cmd(lesson_id: str, **flags: Any) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
-    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
-                               per_cell=per_cell), hash_seed=hash_seed, device=device, device_fallback=device_fallback)
-    outcome = grading.validate(lesson_id, options)
+    outcome = grading.validate(lesson_id, _options(**flags))
     click.echo(render.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
 
@@ -220,14 +206,10 @@ def validate_cmd(lesson_id: str, device: str, device_fallback: bool, seed: int |
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @_sandbox_options
 def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
-              device: str, device_fallback: bool, seed: int | None, hash_seed: int | None, sandbox: str | None, require_sandbox: bool,
-              cell_timeout: float | None, notebook_timeout: float | None,
-              per_cell: tuple[tuple[str, float], ...]) -> None:
+              **flags: Any) -> None:
     """Grade every submission in FOLDER; rerun to resume."""
-    options = replace(_options(seed, sandbox or "auto", require_sandbox, cell_timeout, notebook_timeout,
-                               per_cell=per_cell), zygote=not no_zygote, hash_seed=hash_seed, device=device,
-                      device_fallback=device_fallback)
-    if sandbox == "none":
+    options = _options(zygote=not no_zygote, **flags)
+    if options.sandbox == "none":
         click.echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
     try:
@@ -244,13 +226,11 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 @click.option("--lesson", "lesson_id", help="Lesson of the submissions given (default: from their metadata).")
 def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | None) -> None:
     """Export a student's evidence portfolio from results or submissions."""
-    path = portfolio.build(list(sources), out_file, lesson_id)
-    entries, _ = portfolio.read(path)
-    unsigned = [e.folder for e in entries if not e.data.get(sign.SIGNATURE)]
+    unsigned = portfolio.build(list(sources), out_file, lesson_id)
     if unsigned:
         click.echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them",
                    err=True)
-    click.echo(str(path))
+    click.echo(str(out_file))
 
 
 @main.group("keys")

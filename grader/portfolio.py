@@ -20,7 +20,7 @@ from typing import Any
 
 import nbformat
 
-from grader import files, grading, lessons, record, render, sign
+from grader import files, grading, record, render, sign
 from grader.errors import GraderError
 
 MEMBERS = ("result.json", "report.html", "report.md", "notebook.ipynb")
@@ -66,9 +66,7 @@ def _entry(source: Path, lesson_id: str | None) -> Entry:
     data = result.to_dict()
     report, markdown = grading.safe_report(data), grading.safe_report(data, markdown=True)
     notebook = nbformat.writes(result.notebook) if result.notebook is not None else None
-    lesson = lessons.get(data["lesson"])
-    data = sign.stamp(data, sign.signing_key(), notebook=notebook, report=report, markdown=markdown,
-                      lesson_folder=lesson.folder, solutions_folder=None)
+    data = sign.stamp(data, sign.signing_key(), notebook=notebook, report=report, markdown=markdown)
     return Entry(data["lesson"], data, record.dumps(data), report, markdown, notebook)
 
 
@@ -80,8 +78,8 @@ def index_html(entries: list[Entry]) -> str:
                                              for e in entries], stamps)
 
 
-def build(sources: list[Path], out: Path, lesson_id: str | None = None) -> Path:
-    """Write the portfolio zip; returns its path."""
+def build(sources: list[Path], out: Path, lesson_id: str | None = None) -> list[str]:
+    """Write the portfolio zip; returns the lessons whose results are unsigned (nothing vouches for those)."""
     entries: list[Entry] = []
     for source in sources:
         entry = _entry(source, lesson_id)
@@ -100,7 +98,7 @@ def build(sources: list[Path], out: Path, lesson_id: str | None = None) -> Path:
             if e.notebook is not None:
                 archive.writestr(f"{e.folder}/notebook.ipynb", e.notebook)
         archive.writestr("index.html", index_html(entries))
-    return out
+    return [e.folder for e in entries if not e.data.get(sign.SIGNATURE)]
 
 
 def read(path: Path) -> tuple[list[Entry], dict[str, bytes]]:

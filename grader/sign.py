@@ -13,6 +13,7 @@ folder, owner-only) and is read only by the process that writes records.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -20,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from grader import files
+from grader import files, lessons
 from grader.errors import GraderError
 
 KEY_NAME = "course.key"
@@ -146,17 +147,31 @@ def sign(data: dict[str, Any], key: Any) -> dict[str, Any]:
     return signed
 
 
-def stamp(data: dict[str, Any], key: Any, *, notebook: str | None, report: str | None, markdown: str | None,
-          lesson_folder: Path | None, solutions_folder: Path | None) -> dict[str, Any]:
-    """The result as it is recorded: the digests of what it stands for, then the signature (or `unsigned`)."""
+@functools.lru_cache(maxsize=None)
+def lesson_digests(lesson_id: str | None) -> tuple[str | None, str | None]:
+    """(lesson, reference) digests of a lesson's folders, read once per process; (None, None) for no known lesson."""
+    if lesson_id not in lessons.available():
+        return None, None
+    lesson = lessons.get(lesson_id)
+    return (folder_digest(lesson.folder, ("lesson.toml", "scaffold.py", "properties.py")),
+            folder_digest(lesson.solutions, ("answers.py", "hidden.py")))
+
+
+def stamp(data: dict[str, Any], key: Any, *, notebook: str | None, report: str | None,
+          markdown: str | None) -> dict[str, Any]:
+    """The result as it is recorded: the digests of what it stands for, then the signature (or `unsigned`).
+
+    A self-check used no reference, so its result names none.
+    """
     data = dict(data)
+    lesson, reference = lesson_digests(data.get("lesson"))
     data["digests"] = {
         "submission": data.get("digest"),
         "notebook": digest(notebook) if notebook else None,
         "report": digest(report) if report else None,
         "report_md": digest(markdown) if markdown else None,
-        "lesson": folder_digest(lesson_folder, ("lesson.toml", "scaffold.py", "properties.py")) if lesson_folder else None,
-        "reference": folder_digest(solutions_folder, ("answers.py", "hidden.py")) if solutions_folder else None,
+        "lesson": lesson,
+        "reference": None if data.get("mode") == "check" else reference,
     }
     return sign(data, key) if key is not None else unsigned(data)
 

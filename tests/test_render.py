@@ -207,7 +207,8 @@ def test_portfolio_zip_is_self_contained_and_its_links_resolve(graded, tmp_path)
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(graded.solution(lesson_id)))
         sources.append(path)
-    out = portfolio.build(sources, tmp_path / "portfolio.zip")
+    out = tmp_path / "portfolio.zip"
+    assert portfolio.build(sources, out) == ["inference-capacity", "inference-scaling"]  # results written unsigned
     with zipfile.ZipFile(out) as archive:
         names = set(archive.namelist())
         index = archive.read("index.html").decode()
