@@ -5,7 +5,11 @@ Panels, each optional, described by the lesson's `[figure]` table:
 sample count written beside each point); `series` names simulated response
 vectors, divided by the measured value named by `scale`; each `[[figure.answers]]`
 plots fields of one exercise's public answers (dicts) against their first
-argument (`exercise`, `name`, `y`, and optional `xlog`, labels and `title`).
+argument (`exercise`, `name`, `y`, and optional `xlog`, labels and `title`);
+`[figure.compare]` sets a measured distribution beside a simulated one: it names
+a measured and a simulated value, each a dict of per-request times by component
+(`components` gives their order), and the grader, here, takes their linear
+p50/p95/p99 and counts, for the panel and for the report's table.
 """
 
 from __future__ import annotations
@@ -66,6 +70,62 @@ def _answer_lines(result: dict[str, Any], panel: dict[str, Any]) -> tuple[list[f
     return xs, ys
 
 
+PERCENTILES = (50, 95, 99)
+SIDES = ("measured", "simulated")
+
+
+def comparison(result: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
+    """Percentiles and counts of the compared distributions, side by side; None when the lesson compares nothing
+    or this run gave neither side. Each side: {component: {"p50", "p95", "p99", "count"} or None}."""
+    compare = spec.get("compare") or {}
+    if not compare:
+        return None
+    sides: dict[str, dict[str, Any]] = {}
+    for side in SIDES:
+        data = plain(((result.get(side) or {}).get("values") or {}).get(compare.get(side, "")))
+        sides[side] = {component: _percentiles(data.get(component)) if isinstance(data, dict) else None
+                       for component in compare.get("components", [])}
+    if not any(stats for side in sides.values() for stats in side.values()):
+        return None
+    context = plain(((result.get("measured") or {}).get("values") or {}).get(compare.get("context", "")))
+    return {"components": list(compare.get("components", [])), "sides": sides,
+            "context": context if isinstance(context, dict) else {}, "title": str(compare.get("title", "")),
+            "labels": {side: str(compare.get(f"{side}_label", side)) for side in SIDES}}
+
+
+def _percentiles(values: Any) -> dict[str, float] | None:
+    try:
+        array = np.asarray(values, dtype=float).ravel()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    array = array[np.isfinite(array)]
+    if not array.size:
+        return None
+    stats = {f"p{q}": float(np.percentile(array, q)) for q in PERCENTILES}
+    stats["count"] = int(array.size)
+    return stats
+
+
+def _compare_panel(ax: Any, table: dict[str, Any], spec: dict[str, Any]) -> None:
+    components = table["components"]
+    width = 0.8 / (len(SIDES) * len(PERCENTILES))
+    colours = {"measured": ("#9ecae1", "#4292c6", "#08519c"), "simulated": ("#fdd0a2", "#f16913", "#a63603")}
+    slot = 0
+    for side in SIDES:
+        counts = sorted({stats["count"] for stats in table["sides"][side].values() if stats})
+        for q, colour in zip(PERCENTILES, colours[side]):
+            xs = [i - 0.4 + width * (slot + 0.5) for i in range(len(components))]
+            heights = [(table["sides"][side][c] or {}).get(f"p{q}", 0.0) for c in components]
+            ax.bar(xs, heights, width, color=colour, hatch="//" if side == "simulated" else None,
+                   label=f"{table['labels'][side]} p{q}" + (f" (n={'/'.join(map(str, counts))})" if q == 50 and counts else ""))
+            slot += 1
+    ax.set_xticks(range(len(components)), components)
+    _label(ax, spec.get("compare", {}).get("xlabel", "component"), spec.get("compare", {}).get("ylabel", "ms"),
+           table["title"])
+    ax.legend(fontsize=7, ncol=2, loc="upper left", framealpha=0.85)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.45)  # room for the legend above the bars
+
+
 def _label(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -97,7 +157,8 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
     series = [(label, values) for label, values in series if values is not None]
     lines = [(panel, *_answer_lines(result, panel)) for panel in spec.get("answers", [])]
     lines = [(panel, xs, ys) for panel, xs, ys in lines if len(xs) >= 2]
-    panels = int(bool(reports)) + int(bool(series) and scale > 0) + len(lines)
+    table = comparison(result, spec)
+    panels = int(bool(reports)) + int(bool(series) and scale > 0) + len(lines) + int(table is not None)
     if not panels:
         return ""
     import matplotlib
@@ -136,6 +197,9 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
         _label(ax, panel.get("xlabel", "input"), panel.get("ylabel", ""), panel.get("title", ""))
+        row += 1
+    if table is not None:
+        _compare_panel(axes[row][0], table, spec)
         row += 1
     fig.suptitle(spec.get("title", ""), fontsize=11)
     fig.subplots_adjust(left=0.13, right=0.97, top=1 - 0.55 / (3.2 * panels), bottom=0.5 / (3.2 * panels), hspace=0.5)

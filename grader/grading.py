@@ -279,9 +279,12 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     checks = lessons.properties(lesson.id)
     verdicts = []
     for ex, plan in zip(lesson.exercises, plans):
-        expectations = [judge.expectation(case, reference) for case in plan.cases]
-        verdicts.append(judge.judge(ex, list(plan.cases), probes[ex.id], expectations, executed.cells,
-                                    submission.notebook, checks))
+        found = probes[ex.id]
+        cases, expectations = list(plan.cases), [judge.expectation(case, reference) for case in plan.cases]
+        if found.status == "ok":
+            pairs = [judge.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expectations)]
+            cases, expectations = [c for c, _ in pairs], [e for _, e in pairs]
+        verdicts.append(judge.judge(ex, cases, found, expectations, executed.cells, submission.notebook, checks))
     notes = list(submission.notes)
     other = lessons.other_lesson(lesson, submission.notebook)
     if other and any(v.status == "missing" for v in verdicts):

@@ -9,6 +9,7 @@ reference answer is never put in a message.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -101,6 +102,8 @@ def plain(data: Any) -> Any:
 
 def expectation(case: Case, reference: dict[str, Any] | None) -> dict[str, Any]:
     """What a correct answer is: stated, a property, or the reference's answer on the same input."""
+    if case.kernel_names():
+        return {"pending": case.kernel_names()}  # asked again once the kernel says what those values were
     if case.raises:
         return {"raises": case.raises}
     if case.property:
@@ -112,11 +115,39 @@ def expectation(case: Case, reference: dict[str, Any] | None) -> dict[str, Any]:
     if reference is None:
         return {"unavailable": True}
     try:
-        target = reference[case.name]
-        value = target if case.mode == "value" else target(*wire.decode(list(case.args)), **wire.decode(case.kwargs))
+        value = _reference_answer(case, reference)
     except Exception as exc:  # a reference that raises is a lesson bug: say so loudly
         raise RuntimeError(f"reference failed on {case.label()}: {type(exc).__name__}: {exc}") from exc
     return {"value": plain(wire.encode(value))}
+
+
+def _reference_answer(case: Case, reference: dict[str, Any]) -> Any:
+    target = reference[case.reference or case.name]
+    if case.mode == "value" and not case.reference:
+        return target
+    return target(*wire.decode(list(case.args)), **wire.decode(case.kwargs))
+
+
+def resolved(case: Case, result: dict[str, Any], expect: dict[str, Any],
+             reference: dict[str, Any] | None) -> tuple[Case, dict[str, Any]]:
+    """A case asked on the student's own values, now with those values as its arguments, and its expectation.
+
+    The reference is asked on exactly what the student's code was given. Where
+    the reference refuses those values, the student's data is at fault: a
+    ValueError means the contract wants one too; anything else fails the case.
+    """
+    if "pending" not in expect:
+        return case, expect
+    if "args" not in result:
+        return case, {"accepts": True}  # missing or not echoed: judged as missing/raised before any comparison
+    case = dataclasses.replace(case, args=tuple(result["args"]), shown=case.label())
+    try:
+        return case, expectation(case, reference)
+    except RuntimeError as exc:  # the reference refused the student's values
+        cause = exc.__cause__
+        if isinstance(cause, ValueError):
+            return case, {"raises": "ValueError"}
+        return case, {"refused": f"{type(cause).__name__}: {str(cause)[:120]}"}
 
 
 def show(value: Any, limit: int = 160) -> str:
@@ -269,6 +300,9 @@ def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
                            f"{prefix}: raised {raised.get('type')}: {readable(str(raised.get('message', '')))}".rstrip(": "))
     if "accepts" in expect:
         return CaseVerdict(label, case.hidden, "passed")
+    if "refused" in expect:
+        return CaseVerdict(label, case.hidden, "failed",
+                           f"{prefix}: your own values it was asked on are not valid input ({expect['refused']})")
     actual = plain(result.get("value"))
     if "property" in expect:
         check = checks.get(expect["property"])

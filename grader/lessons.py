@@ -30,6 +30,8 @@ from grader import files, load
 from grader.errors import LessonError
 
 KINDS = ("simulated", "measured")
+KERNEL_ARG = "__kernel__"
+"""An argument `{"__kernel__": name}` is the student's own value of `name`, read in the kernel."""
 
 
 def course_root() -> Path:
@@ -75,11 +77,23 @@ class Case:
     """Report columns for an answer of equal-length arrays: the first argument's name, then each array's."""
     note: str = ""
     """A label the report shows with this case's answer (e.g. "planning assumption")."""
+    reference: str | None = None
+    """The reference function whose answer on `args` is expected (default: the reference's own `name`)."""
+    shown: str = ""
+    """The label as first written, kept when kernel arguments are replaced by their values."""
+
+    def kernel_names(self) -> tuple[str, ...]:
+        """Names of the student's values this case passes as arguments (`{kernel = "name"}`)."""
+        return tuple(arg[KERNEL_ARG] for arg in self.args if isinstance(arg, dict) and KERNEL_ARG in arg)
 
     def label(self) -> str:
         """How the case reads in feedback, e.g. `f(array([0.0, 1.0]), 2.0)`."""
-        if self.mode == "value":
+        if self.shown:
+            return self.shown
+        if self.mode == "value" and not self.args:
             return f"`{self.name}`"
+        if self.mode == "value":
+            return f"`{self.name}` (given {', '.join(_show(arg) for arg in self.args)})"
         parts = [_show(arg) for arg in self.args]
         parts += [f"{key}={_show(value)}" for key, value in self.kwargs.items()]
         return f"`{self.name}({', '.join(parts)})`"
@@ -201,16 +215,20 @@ def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
         name=name, mode=mode,
         args=tuple(_arg(a) for a in spec.get("args", [])),
         kwargs={k: _arg(v) for k, v in spec.get("kwargs", {}).items()},
-        expect=spec.get("expect"), has_expect="expect" in spec,
+        expect=spec.get("expect"), has_expect="expect" in spec or bool(spec.get("expect_none")),  # TOML has no null
         raises=spec.get("raises"), decimals=spec.get("decimals"),
         rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)),
         accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
         columns=tuple(spec.get("columns", ())), note=str(spec.get("note", "")),
+        reference=spec.get("reference"),
     )
 
 
 def _arg(value: Any) -> Any:
-    """TOML argument forms: `{array = [...]}` and `{normal = [rows, cols], seed = n}` become float arrays."""
+    """TOML argument forms: `{array = [...]}` and `{normal = [rows, cols], seed = n}` become float arrays;
+    `{kernel = "name"}` is the student's own value of `name`."""
+    if isinstance(value, dict) and set(value) == {"kernel"}:
+        return {KERNEL_ARG: str(value["kernel"])}
     if isinstance(value, dict) and "array" in value:
         return {"__array__": np.asarray(value["array"], dtype=float).tolist()}
     if isinstance(value, dict) and "normal" in value:
@@ -226,6 +244,8 @@ PASTE_ITEMS = 64
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, dict) and KERNEL_ARG in value:
+        return str(value[KERNEL_ARG])
     if isinstance(value, dict) and "__array__" in value:
         flat = np.asarray(value["__array__"], dtype=float)
         if flat.size > PASTE_ITEMS:
@@ -233,7 +253,11 @@ def _show(value: Any) -> str:
         return f"np.array({_literal(flat.tolist())})"
     if isinstance(value, list) and len(value) > PASTE_ITEMS:
         return f"<list of {len(value)}>"
-    return repr(value)
+    text = repr(value)
+    if len(text) > 4 * PASTE_ITEMS and isinstance(value, (list, dict)):
+        kinds = sorted({type(item).__name__ for item in value}) if isinstance(value, list) else ["dict"]
+        return f"<{'list of ' + str(len(value)) + ' ' + '/'.join(kinds) if isinstance(value, list) else 'dict'}: rebuild it with the seed recorded in the result>"
+    return text
 
 
 def _literal(value: Any) -> str:

@@ -30,16 +30,23 @@ def __grader_probe(user, request_text, wire_source):
     request = json.loads(request_text)
     answers = {"defined": {name: name in user for name in request["needs"]}, "results": []}
     for case in request["cases"]:
-        if case["name"] not in user:
-            answers["results"].append({"missing": case["name"]})
+        own = [arg["__kernel__"] for arg in case["args"] if isinstance(arg, dict) and "__kernel__" in arg]
+        absent = [name for name in [case["name"]] + own if name not in user]
+        if absent:
+            answers["results"].append({"missing": absent[0]})
             continue
+        echo = {}
         try:
+            args = [user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg else arg
+                    for arg in decode(case["args"])]
+            if own:  # the student's own values the case was asked on, as they were before the call
+                echo = {"args": encode(args)}
             target = user[case["name"]]
             if case["mode"] == "value":
                 value = target
             else:
-                value = target(*decode(case["args"]), **decode(case["kwargs"]))
-            answers["results"].append({"value": encode(value)})
+                value = target(*args, **decode(case["kwargs"]))
+            answers["results"].append(dict(echo, value=encode(value)))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
@@ -47,9 +54,9 @@ def __grader_probe(user, request_text, wire_source):
                 message = str(exc)[:300]
             except BaseException:
                 message = "<unprintable>"
-            answers["results"].append({"raised": {"type": type(exc).__name__,
-                                                  "value_error": isinstance(exc, ValueError),
-                                                  "message": message}})
+            answers["results"].append(dict(echo, raised={"type": type(exc).__name__,
+                                                         "value_error": isinstance(exc, ValueError),
+                                                         "message": message}))
     sys.stdout.write("\n" + request["nonce"] + json.dumps(answers) + "\n")
     sys.stdout.flush()
 '''
@@ -78,7 +85,8 @@ class Probe:
     defined: dict[str, bool] = field(default_factory=dict)
     """Which needed names were defined."""
     results: tuple[dict[str, Any], ...] = ()
-    """Per case: {"value": plain data} | {"raised": {...}} | {"missing": name}."""
+    """Per case: {"value": plain data} | {"raised": {...}} | {"missing": name}; with "args" (the student's own
+    values it was asked on) when the case passes kernel values."""
     detail: str = ""
     """Why the probe is not `ok`."""
 
@@ -150,9 +158,10 @@ ANSWER_SCHEMA = {
         "defined": {"type": "object", "additionalProperties": {"type": "boolean"}},
         "results": {"type": "array", "items": {"oneOf": [
             {"type": "object", "required": ["value"], "additionalProperties": False,
-             "properties": {"value": {"$ref": "#/$defs/wire"}}},
+             "properties": {"value": {"$ref": "#/$defs/wire"}, "args": {"type": "array", "items": {"$ref": "#/$defs/wire"}}}},
             {"type": "object", "required": ["raised"], "additionalProperties": False,
-             "properties": {"raised": {"type": "object", "required": ["type", "value_error", "message"],
+             "properties": {"args": {"type": "array", "items": {"$ref": "#/$defs/wire"}},
+                            "raised": {"type": "object", "required": ["type", "value_error", "message"],
                                        "additionalProperties": False,
                                        "properties": {"type": {"type": "string", "maxLength": 200},
                                                       "value_error": {"type": "boolean"},

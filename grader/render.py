@@ -174,7 +174,16 @@ def report_context(result: dict[str, Any]) -> dict[str, Any]:
     context["figure_caption"] = str(spec.get("caption", ""))
     context["simulated_note"] = prose.get("simulated_values_note", "")
     context["figure_labels"] = [str(label) for label in spec.get("labels", ["simulated"])]
+    context["comparison"] = None
+    context["comparison_note"] = prose.get("comparison_note", "")
+    shown_apart = {str(name) for key, name in (spec.get("compare") or {}).items() if key in ("measured", "simulated", "context")}
+    context["measured_values"] = [x for x in context["measured_values"] if x.get("title", x.get("label")) not in shown_apart]
+    context["simulated_values"] = [x for x in context["simulated_values"] if x["label"] not in shown_apart]
     if spec:
+        try:
+            context["comparison"] = figure.comparison(result, spec)
+        except Exception as err:  # noqa: BLE001 - student data only
+            context["unshown"] = f"the comparison could not be computed from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
         try:
             context["figure"] = figure.svg(result, spec)
         except Exception as err:  # noqa: BLE001 - student data only
