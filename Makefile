@@ -20,7 +20,8 @@ deps:
 samples: deps $(BIN)/grader
 	$(BIN)/grader batch samples/inference-capacity --lesson inference-capacity --out out/inference-capacity
 	$(BIN)/grader batch samples/inference-scaling --lesson inference-scaling --out out/inference-scaling
-	@echo "open out/inference-capacity/index.html and out/inference-scaling/index.html"
+	$(BIN)/grader batch samples/dynamic-batching --lesson dynamic-batching --out out/dynamic-batching
+	@echo "open out/inference-capacity/index.html, out/inference-scaling/index.html and out/dynamic-batching/index.html"
 
 test: deps $(BIN)/grader
 	$(BIN)/python -m pytest -q

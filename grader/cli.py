@@ -137,7 +137,19 @@ def _sandbox_options(fn: Any) -> Any:
     return fn
 
 
+def _course(ctx: click.Context, param: Any, value: Path | None) -> Path | None:
+    if value is not None:
+        if not (value / "lessons").is_dir() and not (value / "solutions").is_dir():
+            raise click.BadParameter(f"{value} holds neither lessons/ nor solutions/")
+        os.environ["GRADER_COURSE"] = str(value.resolve())  # batch workers and cluster tasks inherit it
+    return value
+
+
 @click.group(cls=_Main)
+@click.option("--course", type=click.Path(exists=True, file_okay=False, path_type=Path), callback=_course,
+              expose_value=False, is_eager=True,
+              help="The course folder (lessons/, solutions/, templates/); default: GRADER_COURSE, else the checkout "
+                   "or the installed lessons.")
 def main() -> None:
     """Grade notebooks of the inference-serving course."""
 

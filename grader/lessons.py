@@ -34,13 +34,37 @@ KERNEL_ARG = "__kernel__"
 """An argument `{"__kernel__": name}` is the student's own value of `name`, read in the kernel."""
 
 
-def course_root() -> Path:
-    """The folder holding `lessons/`, `solutions/` and `templates/`.
+PACKAGED = Path(__file__).resolve().parent / "course"
+"""Where an installed (non-editable) grader keeps its copy of `lessons/` and `templates/` (never `solutions/`)."""
 
-    `GRADER_COURSE` wins; otherwise the checkout this package lives in.
+
+def course_roots() -> list[Path]:
+    """Folders searched for `lessons/`, `templates/` and `solutions/`, first match wins.
+
+    `GRADER_COURSE` (or `grader --course DIR`) first, then the checkout this
+    package runs from, then the copy installed with the package. `solutions/`
+    is instructor data: it is only ever found in the first two.
     """
+    roots = []
     env = os.environ.get("GRADER_COURSE")
-    return Path(env).resolve() if env else Path(__file__).resolve().parent.parent
+    if env:
+        roots.append(Path(env).resolve())
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "lessons").is_dir():
+        roots.append(checkout)
+    roots.append(PACKAGED)
+    return roots
+
+
+def course_folder(name: str) -> Path:
+    """`lessons`, `templates` or `solutions`: the first root holding it (else where the first root would)."""
+    roots = course_roots()
+    return next((root / name for root in roots if (root / name).is_dir()), roots[0] / name)
+
+
+def course_root() -> Path:
+    """The root `lessons/` is read from (its git commit is recorded with every grade)."""
+    return course_folder("lessons").parent
 
 
 @dataclass(frozen=True)
@@ -156,20 +180,20 @@ class Lesson:
 
     @property
     def solutions(self) -> Path:
-        """`solutions/<id>/` (absent on a student's machine)."""
-        return self.folder.parent.parent / "solutions" / self.id
+        """`solutions/<id>/` in the course folder or the checkout (absent on a student's machine)."""
+        return course_folder("solutions") / self.id
 
 
 def available() -> list[str]:
     """Ids of the lessons in the course folder."""
-    root = course_root() / "lessons"
+    root = course_folder("lessons")
     return sorted(p.name for p in root.iterdir() if (p / "lesson.toml").is_file()) if root.is_dir() else []
 
 
 @functools.lru_cache(maxsize=None)
 def get(lesson_id: str) -> Lesson:
     """Load `lessons/<id>/lesson.toml`, or raise `LessonError`."""
-    folder = course_root() / "lessons" / lesson_id
+    folder = course_folder("lessons") / lesson_id
     spec_path = folder / "lesson.toml"
     if not spec_path.is_file():
         known = ", ".join(available()) or "none"
@@ -255,8 +279,10 @@ def _show(value: Any) -> str:
         return f"<list of {len(value)}>"
     text = repr(value)
     if len(text) > 4 * PASTE_ITEMS and isinstance(value, (list, dict)):
-        kinds = sorted({type(item).__name__ for item in value}) if isinstance(value, list) else ["dict"]
-        return f"<{'list of ' + str(len(value)) + ' ' + '/'.join(kinds) if isinstance(value, list) else 'dict'}: rebuild it with the seed recorded in the result>"
+        if isinstance(value, dict):
+            return f"<dict of {len(value)} keys>"
+        kinds = "/".join(sorted({type(item).__name__ for item in value}))
+        return f"<list of {len(value)} {kinds}s>"
     return text
 
 
@@ -353,7 +379,8 @@ def answer_cells(lesson: Lesson) -> dict[str, Any]:
     """The completed answer cells of `solutions/<id>/answers.py`, by cell id (ids start `answer-`)."""
     path = lesson.solutions / "answers.py"
     if not path.is_file():
-        raise LessonError(f"no reference for lesson {lesson.id}: {path} is missing (only instructors have solutions/)")
+        raise LessonError(f"no reference for lesson {lesson.id}: {path} is missing (only instructors have solutions/: "
+                          "run from the course checkout, or name its folder with --course DIR or GRADER_COURSE)")
     cells = load.notebook_from_script(path.read_text(encoding="utf-8")).cells
     return {cell["id"]: cell for cell in cells if cell.cell_type == "code" and cell["id"].startswith("answer-")}
 
@@ -392,6 +419,17 @@ def reference(lesson_id: str) -> dict[str, Any]:
     return namespace
 
 
+def _outside_the_environment(folder: Path) -> None:
+    """Kernels see the Python environment (read-only): solutions kept inside it would be readable by student code."""
+    import sys
+
+    where = folder.resolve()
+    for prefix in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}:
+        if where == prefix or prefix in where.parents:
+            raise LessonError(f"{where} lies inside the Python environment {prefix}, which every kernel can read: "
+                              "keep solutions/ in the course folder instead")
+
+
 def _module(path: Path, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -416,7 +454,9 @@ def hidden_cases(lesson_id: str, seed: int) -> dict[str, list[Case]]:
     lesson = get(lesson_id)
     path = lesson.solutions / "hidden.py"
     if not path.is_file():
-        raise LessonError(f"no hidden cases for lesson {lesson.id}: {path} is missing")
+        raise LessonError(f"no hidden cases for lesson {lesson.id}: {path} is missing (run from the course checkout, "
+                          "or name its folder with --course DIR or GRADER_COURSE)")
+    _outside_the_environment(lesson.solutions)
     module = _module(path, f"hidden_{lesson_id.replace('-', '_')}")
     drawn = module.cases(np.random.default_rng(seed))
     unknown = set(drawn) - {ex.id for ex in lesson.exercises}

@@ -17,7 +17,7 @@ import jinja2
 from grader import figure, lessons
 from grader.judge import plain
 from grader.errors import LessonError
-from grader.lessons import course_root
+from grader.lessons import course_folder
 from grader.record import INTERNAL_ERROR
 
 
@@ -25,7 +25,7 @@ from grader.record import INTERNAL_ERROR
 def environment() -> jinja2.Environment:
     """The one Jinja environment."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(course_root() / "templates")),
+        loader=jinja2.FileSystemLoader(str(course_folder("templates"))),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )

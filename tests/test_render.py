@@ -202,13 +202,13 @@ def test_report_and_dashboard_open_in_chromium(graded, tmp_path, request):
 @pytest.mark.kernel
 def test_portfolio_zip_is_self_contained_and_its_links_resolve(graded, tmp_path):
     sources = []
-    for lesson_id in ("inference-capacity", "inference-scaling"):
+    for lesson_id in ("inference-capacity", "inference-scaling", "dynamic-batching"):
         path = tmp_path / "results" / f"{lesson_id}.json"
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(graded.solution(lesson_id)))
         sources.append(path)
     out = tmp_path / "portfolio.zip"
-    assert portfolio.build(sources, out) == ["inference-capacity", "inference-scaling"]  # results written unsigned
+    assert portfolio.build(sources, out) == ["inference-capacity", "inference-scaling", "dynamic-batching"]  # unsigned
     with zipfile.ZipFile(out) as archive:
         names = set(archive.namelist())
         index = archive.read("index.html").decode()
@@ -218,7 +218,13 @@ def test_portfolio_zip_is_self_contained_and_its_links_resolve(graded, tmp_path)
             if name.endswith(".html"):
                 page_links = _tags(archive.read(name).decode()).links
                 assert all(not re.match(r"^(https?:)?//", link) for link in page_links), name
-    assert {"inference-capacity/report.md", "inference-scaling/result.json"} <= names
+    assert {"inference-capacity/report.md", "inference-scaling/result.json", "dynamic-batching/report.html"} <= names
+    assert "Measured service (loopback)" in archive_text(out, "dynamic-batching/report.html")
+
+
+def archive_text(path, name):
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(name).decode()
 
 
 def test_values_no_float_holds_cost_the_figure_not_the_report(graded):
@@ -239,3 +245,25 @@ def test_a_lesson_that_measures_nothing_says_so_and_draws_its_declared_figure(gr
     assert "This lesson measures nothing on this host" in html
     figure = html.split('<div class="figure">')[1]
     assert figure.startswith("<svg") and "Batch-size sweep" in figure and "rows_per_prediction" in figure
+
+
+@pytest.mark.browser
+@pytest.mark.kernel
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_batching_report_shows_measured_beside_simulated_in_chromium(graded, tmp_path, request):
+    report = tmp_path / "batching.html"
+    report.write_text(render.report_html(graded.solution("dynamic-batching")))
+    done = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'profile-dom'}", "--dump-dom",
+                           report.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = done.stdout
+    table = dom.split('<table class="comparison">')[1].split("</table>")[0]
+    for label in ("measured (live, loopback)", "simulated (fitted costs)", "p99 (ms)", "wait", "compute", "overhead",
+                  "total"):
+        assert label in table, label
+    svg = dom.split("<svg")[1].split("</svg>")[0]
+    assert "measured (live, loopback) p50 (n=400)" in svg and "simulated (fitted costs) p50 (n=400)" in svg
+    png = tmp_path / "batching.png"
+    _screenshot(report, png, tmp_path / "profile-png", 2000)
+    _not_blank(png)
+    if request.config.getoption("--update-goldens") and DOCS.is_dir():
+        shutil.copy(png, DOCS / "batching-report.png")

@@ -84,4 +84,6 @@ def predicted_for(records, chosen):
     return latency_summary(finishes - TRACE_OVERLOADED)
 
 # %% id=answer-predicted
-predicted = predicted_for(live, policy)
+fitted = clamp_costs(*fit_service(live), live)
+_, finishes, _ = simulate_batching(TRACE_OVERLOADED, policy[0], policy[1], *fitted)
+predicted = latency_summary(finishes - TRACE_OVERLOADED)

@@ -1,0 +1,427 @@
+# %%
+import hashlib
+import json
+import math
+
+import numpy as np
+
+# %%
+# Declared costs of one batch on the course's reference machine, the latency
+# objective, the policy grid, and three arrival traces (milliseconds). Every time
+# is a multiple of 0.25 ms, so that any correct simulation agrees to the last bit.
+SETUP_MS = 2.0
+PER_ITEM_MS = 0.5
+P99_SLO_MS = 10.0
+MAX_BATCHES = (1, 2, 4, 8, 16, 32)
+MAX_WAITS_MS = (0.0, 1.0, 2.0, 4.0, 8.0)
+MAX_REQUESTS = 400
+MAX_SPAN_MS = 10_000.0
+
+
+def poisson_trace(seed, count, mean_gap_ms):
+    """Arrival times with exponential gaps, starting at 0, rounded to 0.25 ms."""
+    gaps = np.random.default_rng(seed).exponential(mean_gap_ms, count)
+    times = np.cumsum(gaps) - gaps[0]
+    return np.round(times * 4.0) / 4.0
+
+
+TRACE_STABLE = poisson_trace(11, 300, 8.0)         # about 125 requests per second
+TRACE_OVERLOADED = poisson_trace(12, 400, 2.25)    # about 440 per second: more than one-by-one can serve
+TRACE_BURST = np.repeat(np.arange(6) * 400.0, 50)  # six bursts of 50 simultaneous requests
+
+
+def trace_digest(trace_ms):
+    """A short fingerprint of a trace, recorded with every replay of it."""
+    data = np.asarray(trace_ms, dtype=np.float64).tobytes()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def clamp_costs(setup_ms, per_item_ms, records):
+    """Fitted costs made usable for a simulation: negatives become 0; if both are 0,
+    the setup becomes the median compute time of the recorded batches."""
+    setup_ms, per_item_ms = max(float(setup_ms), 0.0), max(float(per_item_ms), 0.0)
+    if setup_ms == 0.0 and per_item_ms == 0.0:
+        times = {r["batch_id"]: r["compute_end_ms"] - r["compute_start_ms"] for r in records}
+        setup_ms = float(np.median(list(times.values())))
+    return setup_ms, per_item_ms
+
+# %%
+# The served network: the form of lesson inference-capacity's (tanh(x @ W1) @ W2),
+# large enough that one batch takes milliseconds on one CPU core.
+import jax
+import jax.numpy as jnp
+
+FEATURES, HIDDEN, OUTPUTS = 1024, 4096, 16
+_weights = np.random.default_rng(2027)
+W1 = jnp.asarray(_weights.normal(0, 0.03, (FEATURES, HIDDEN)).astype(np.float32))
+W2 = jnp.asarray(_weights.normal(0, 0.03, (HIDDEN, OUTPUTS)).astype(np.float32))
+PADDED_SIZES = (1, 2, 4, 8, 16, 32)
+
+
+@jax.jit
+def infer(inputs):
+    return jnp.tanh(inputs @ W1) @ W2
+
+
+def padded_size(count):
+    """The smallest warmed batch shape holding `count` rows (no request pays a compile)."""
+    for size in PADDED_SIZES:
+        if size >= count:
+            return size
+    raise ValueError(f"a batch of {count} exceeds the largest warmed shape {PADDED_SIZES[-1]}")
+
+
+def warm_shapes():
+    for size in PADDED_SIZES:
+        infer(jnp.zeros((size, FEATURES), jnp.float32)).block_until_ready()
+
+
+def request_input(request_id):
+    """The input row request `request_id` sends (fixed, so every replay sends the same data)."""
+    return np.random.default_rng(request_id).normal(size=FEATURES).astype(np.float32)
+
+# %%
+# The server: Starlette on uvicorn, on 127.0.0.1 and a free port, in a thread of its
+# own (the kernel's main thread already runs an event loop). Requests wait in an
+# asyncio queue; a collector forms batches by the rule above; one worker thread runs
+# the network, with block_until_ready() inside the compute timer.
+import asyncio
+import base64
+import contextlib
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+QUEUE_LIMIT = 1024  # above every trace's length: replaying the lesson's traces never meets a 503
+
+
+class Clock:
+    """One monotonic clock for the server and the replayer, in ms since `origin`."""
+
+    def __init__(self):
+        self.origin = time.perf_counter()
+
+    def ms(self):
+        return (time.perf_counter() - self.origin) * 1000.0
+
+
+class Batcher:
+    def __init__(self, clock, max_batch, max_wait_ms, queue_limit):
+        self.clock, self.max_batch, self.max_wait_ms = clock, int(max_batch), float(max_wait_ms)
+        self.queue_limit = queue_limit
+        self.waiting = asyncio.Queue()
+        self.worker_free = asyncio.Event()
+        self.worker_free.set()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-worker")
+        self.running, self.batches, self.collector = set(), 0, None
+
+    def full(self):
+        return self.waiting.qsize() >= self.queue_limit
+
+    async def submit(self, row):
+        job = {"row": row, "enqueued_ms": self.clock.ms(), "done": asyncio.get_running_loop().create_future()}
+        self.waiting.put_nowait(job)
+        return await job["done"]
+
+    async def collect(self):
+        while True:
+            batch = [await self.waiting.get()]
+            deadline = batch[0]["enqueued_ms"] + self.max_wait_ms
+            while len(batch) < self.max_batch:  # fill until full or the oldest request's bound
+                left = deadline - self.clock.ms()
+                if left <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self.waiting.get(), left / 1000.0))
+                except asyncio.TimeoutError:
+                    break
+            await self.worker_free.wait()  # the worker may still be busy: whoever arrives meanwhile rides along
+            while len(batch) < self.max_batch and not self.waiting.empty():
+                batch.append(self.waiting.get_nowait())
+            self.worker_free.clear()
+            task = asyncio.get_running_loop().create_task(self.run(batch, self.batches, self.clock.ms()))
+            self.batches += 1
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+
+    def compute(self, batch):
+        rows = np.zeros((padded_size(len(batch)), FEATURES), np.float32)
+        for index, job in enumerate(batch):
+            rows[index] = job["row"]
+        on_device = jnp.asarray(rows)
+        start = self.clock.ms()
+        outputs = infer(on_device).block_until_ready()
+        end = self.clock.ms()
+        return np.asarray(outputs)[: len(batch)], start, end
+
+    async def run(self, batch, batch_id, dispatched_ms):
+        try:
+            outputs, start, end = await asyncio.get_running_loop().run_in_executor(self.worker, self.compute, batch)
+        except Exception as exc:
+            for job in batch:
+                job["done"].set_exception(exc)
+            return
+        finally:
+            self.worker_free.set()
+        for index, job in enumerate(batch):
+            job["done"].set_result({"enqueued_ms": job["enqueued_ms"], "dispatched_ms": dispatched_ms,
+                                    "compute_start_ms": start, "compute_end_ms": end, "batch_id": batch_id,
+                                    "batch_size": len(batch), "output": outputs[index].tolist()})
+
+    async def stop(self):
+        self.collector.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.collector
+        await asyncio.gather(*self.running, return_exceptions=True)
+        self.worker.shutdown(wait=True)
+
+
+def batching_app(batcher):
+    async def predict(request):
+        if batcher.full():
+            return JSONResponse({"error": "queue full"}, status_code=503, headers={"Retry-After": "1"})
+        body = await request.json()
+        row = np.frombuffer(base64.b64decode(body["x"]), dtype=np.float32)
+        answer = await batcher.submit(row)
+        return JSONResponse(dict(answer, id=body["id"]))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        batcher.collector = asyncio.get_running_loop().create_task(batcher.collect())
+        yield
+        await batcher.stop()
+
+    return Starlette(routes=[Route("/predict", predict, methods=["POST"])], lifespan=lifespan)
+
+
+class BatchingServer:
+    """`with BatchingServer(clock, max_batch, max_wait_ms) as server:` serves on `server.url`."""
+
+    def __init__(self, clock, max_batch, max_wait_ms, queue_limit=QUEUE_LIMIT):
+        self.batcher = Batcher(clock, max_batch, max_wait_ms, queue_limit)
+        # IPPROTO_TCP named explicitly: asyncio then turns off Nagle's algorithm on every connection
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self.listener.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/predict"
+        config = uvicorn.Config(batching_app(self.batcher), lifespan="on", log_level="error", access_log=False,
+                                backlog=2048, timeout_graceful_shutdown=5)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.listener]},
+                                       name="batching-server", daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        give_up = time.monotonic() + 15.0
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > give_up:
+                self.__exit__()
+                raise RuntimeError("the batching server did not start")
+            time.sleep(0.005)
+        return self
+
+    def __exit__(self, *exc_info):
+        self.server.should_exit = True
+        self.thread.join(30.0)
+        self.listener.close()
+
+# %%
+# The open-loop replayer: every request is sent at its scheduled time by a task of
+# its own, whether or not earlier requests have been answered, so a stalled server
+# cannot slow the arrivals down. Latency counts from the scheduled time.
+import aiohttp
+
+CONNECTIONS = 128          # the client's pool: two descriptors per request in flight, well under the kernel's limit
+REQUEST_TIMEOUT_S = 15.0
+TIMED = ("enqueued_ms", "dispatched_ms", "compute_start_ms", "compute_end_ms")
+
+
+async def _send_all(url, trace_ms, clock, start_ms):
+    bodies = [json.dumps({"id": i, "x": base64.b64encode(request_input(i).tobytes()).decode()})
+              for i in range(len(trace_ms))]
+    connector = aiohttp.TCPConnector(limit=CONNECTIONS)
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        async def one(i, at_ms):
+            delay = (start_ms + at_ms - clock.ms()) / 1000.0
+            if delay > 0:
+                await asyncio.sleep(delay)
+            sent = clock.ms()
+            data, status, retry_after = {}, None, None
+            try:
+                async with session.post(url, data=bodies[i], headers={"content-type": "application/json"}) as reply:
+                    status, retry_after = reply.status, reply.headers.get("Retry-After")
+                    data = await reply.json(content_type=None)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                status = type(exc).__name__
+            record = {"id": i, "scheduled_ms": float(at_ms), "sent_ms": sent - start_ms}
+            for key in TIMED:
+                record[key] = data[key] - start_ms if status == 200 else None
+            record["received_ms"] = clock.ms() - start_ms
+            record["batch_id"] = data.get("batch_id") if status == 200 else None
+            record["batch_size"] = data.get("batch_size") if status == 200 else None
+            record["status"], record["retry_after"] = status, retry_after
+            return record
+
+        return await asyncio.gather(*(one(i, float(at)) for i, at in enumerate(trace_ms)))
+
+
+def replay_with_status(trace_ms, max_batch, max_wait_ms, queue_limit=QUEUE_LIMIT):
+    """Replay a trace against a fresh server; every record also keeps its HTTP status and Retry-After."""
+    trace = np.asarray(trace_ms, dtype=float)
+    if trace.ndim != 1 or not np.all(np.isfinite(trace)) or np.any(np.diff(trace) < 0) or np.any(trace < 0):
+        raise ValueError("a trace is a 1-D, non-decreasing vector of non-negative times in ms")
+    if trace.size > MAX_REQUESTS or (trace.size and trace[-1] > MAX_SPAN_MS):
+        raise ValueError(f"a replay holds at most {MAX_REQUESTS} requests within {MAX_SPAN_MS / 1000:g} s")
+    if not (int(max_batch) == max_batch and 1 <= max_batch <= PADDED_SIZES[-1]) or not 0 <= max_wait_ms <= 1000:
+        raise ValueError(f"max_batch must be a whole number in 1..{PADDED_SIZES[-1]} and max_wait_ms in 0..1000")
+    warm_shapes()
+    clock = Clock()
+    outcome = {}
+    with BatchingServer(clock, max_batch, max_wait_ms, queue_limit) as server:
+        def client():
+            start_ms = clock.ms() + 100.0  # time to create every task before the first arrival
+            try:
+                outcome["records"] = asyncio.run(asyncio.wait_for(
+                    _send_all(server.url, trace, clock, start_ms), MAX_SPAN_MS / 1000 + 2 * REQUEST_TIMEOUT_S))
+            except BaseException as exc:
+                outcome["error"] = exc
+        replayer = threading.Thread(target=client, name="replayer")
+        replayer.start()
+        replayer.join()
+    if "error" in outcome:
+        raise RuntimeError(f"the replay did not finish: {outcome['error']!r}")
+    return outcome["records"]
+
+
+def replay(trace_ms, max_batch, max_wait_ms):
+    """Start a server with this policy, replay the trace open-loop, stop the server: one record per request."""
+    records = replay_with_status(trace_ms, max_batch, max_wait_ms)
+    failed = [r for r in records if r["status"] != 200]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(records)} requests failed, e.g. request {failed[0]['id']}: "
+                           f"{failed[0]['status']}")
+    return [{k: v for k, v in r.items() if k not in ("status", "retry_after")} for r in records]
+
+
+def service_components(records):
+    """Measured per-request times (ms): wait (collection plus waiting for the worker), compute,
+    overhead (HTTP, encoding, scheduling) and total, counted from the scheduled arrival."""
+    total = np.array([r["received_ms"] - r["scheduled_ms"] for r in records])
+    wait = np.array([r["dispatched_ms"] - r["enqueued_ms"] for r in records])
+    compute = np.array([r["compute_end_ms"] - r["compute_start_ms"] for r in records])
+    return {"wait": wait, "compute": compute, "overhead": total - wait - compute, "total": total}
+
+
+def simulated_components(arrival_ms, starts, finishes):
+    """The same components in a simulation, which has no HTTP: its overhead is zero."""
+    arrival, starts, finishes = (np.asarray(v, dtype=float) for v in (arrival_ms, starts, finishes))
+    return {"wait": starts - arrival, "compute": finishes - starts, "overhead": np.zeros_like(arrival),
+            "total": finishes - arrival}
+
+# %%
+def simulate_batching(arrival_ms, max_batch, max_wait_ms, setup_ms, per_item_ms):
+    # counts the wait bound from when the worker is free, not from the oldest arrival
+    arrivals = np.asarray(arrival_ms, dtype=float)
+    if arrivals.ndim != 1 or not np.all(np.isfinite(arrivals)) or np.any(np.diff(arrivals) < 0):
+        raise ValueError("bad arrivals")
+    if isinstance(max_batch, bool) or max_batch != int(max_batch) or max_batch < 1:
+        raise ValueError("bad max_batch")
+    if not (math.isfinite(max_wait_ms) and max_wait_ms >= 0 and math.isfinite(setup_ms) and setup_ms >= 0
+            and math.isfinite(per_item_ms) and per_item_ms >= 0 and setup_ms + per_item_ms > 0):
+        raise ValueError("bad costs")
+    size, count = int(max_batch), arrivals.size
+    starts, finishes, sizes = np.zeros(count), np.zeros(count), np.zeros(count)
+    free, i = 0.0, 0
+    while i < count:
+        full_at = arrivals[i + size - 1] if i + size <= count else math.inf
+        dispatch = min(max(free, arrivals[i]) + max_wait_ms, max(free, full_at))
+        j = i
+        while j + 1 < count and j + 1 - i < size and arrivals[j + 1] <= dispatch:
+            j += 1
+        free = dispatch + setup_ms + per_item_ms * (j - i + 1)
+        starts[i:j + 1], finishes[i:j + 1], sizes[i:j + 1] = dispatch, free, j - i + 1
+        i = j + 1
+    return starts, finishes, sizes
+
+# %%
+try:
+    print(simulate_batching(np.array([0.0, 1.0, 2.0, 10.0]), 2, 4.0, 1.0, 1.0))
+except NotImplementedError:
+    print("simulate_batching is not written yet")
+
+# %%
+def latency_summary(latencies_ms):
+    values = np.asarray(latencies_ms, dtype=float)
+    return {"p50": float(np.percentile(values, 50)), "p95": float(np.percentile(values, 95)),
+            "p99": float(np.percentile(values, 99)), "max": float(values.max()), "count": int(values.size)}
+
+
+def choose_policy(arrival_ms, setup_ms, per_item_ms, p99_slo_ms, max_batches, max_waits_ms):
+    arrivals = np.asarray(arrival_ms, dtype=float)
+    best, best_key = None, None
+    for max_batch in max_batches:
+        for max_wait in max_waits_ms:
+            starts, finishes, sizes = simulate_batching(arrivals, max_batch, max_wait, setup_ms, per_item_ms)
+            p99 = float(np.percentile(finishes - arrivals, 99))
+            if p99 > p99_slo_ms:
+                continue
+            batches = len(set(starts.tolist()))  # one serial worker: each batch starts at its own time
+            busy = batches * setup_ms + arrivals.size * per_item_ms
+            key = (busy, p99, max_batch, max_wait)
+            if best_key is None or key < best_key:
+                best, best_key = (max_batch, max_wait), key
+    return best
+
+
+policy = choose_policy(TRACE_OVERLOADED, SETUP_MS, PER_ITEM_MS, P99_SLO_MS, MAX_BATCHES, MAX_WAITS_MS)
+
+# %%
+live = replay(TRACE_OVERLOADED, *policy)
+measured = latency_summary([r["received_ms"] - r["scheduled_ms"] for r in live])
+
+# %%
+def fit_service(records):
+    per_batch = {}
+    for record in records:
+        per_batch[record["batch_id"]] = (record["batch_size"], record["compute_end_ms"] - record["compute_start_ms"])
+    sizes = np.array([size for size, _ in per_batch.values()], dtype=float)
+    times = np.array([took for _, took in per_batch.values()], dtype=float)
+    if len(set(sizes.tolist())) < 2:
+        raise ValueError("fitting a line needs batches of at least two different sizes")
+    per_item, setup = np.polyfit(sizes, times, 1)
+    return float(setup), float(per_item)
+
+
+def predicted_for(records, chosen):
+    """The reference's `predicted` for a student's own `live` and `policy` (grader only)."""
+    setup, per_item = clamp_costs(*fit_service(records), records)
+    starts, finishes, _ = simulate_batching(TRACE_OVERLOADED, chosen[0], chosen[1], setup, per_item)
+    return latency_summary(finishes - TRACE_OVERLOADED)
+
+# %%
+fitted = clamp_costs(*fit_service(live), live)
+_, finishes, _ = simulate_batching(TRACE_OVERLOADED, policy[0], policy[1], *fitted)
+predicted = latency_summary(finishes - TRACE_OVERLOADED)
+
+# %%
+# What the report sets side by side: the measured components of `live` and the same
+# components in your simulation under the fitted costs.
+try:
+    _fitted = clamp_costs(*fit_service(live), live)
+    _starts, _finishes, _ = simulate_batching(TRACE_OVERLOADED, policy[0], policy[1], *_fitted)
+    service_measured = service_components(live)
+    service_simulated = simulated_components(TRACE_OVERLOADED, _starts, _finishes)
+    service_context = {"trace": "TRACE_OVERLOADED", "trace_sha256": trace_digest(TRACE_OVERLOADED),
+                       "requests": len(live), "policy (max_batch, max_wait_ms)": list(policy),
+                       "fitted costs (setup_ms, per_item_ms)": [round(c, 4) for c in _fitted],
+                       "batching rule": "dispatch at max(free, min(oldest arrival + max_wait_ms, "
+                                        "arrival of the max_batch-th waiting)); one serial worker"}
+except Exception as _why:  # noqa: BLE001 - an unfinished answer leaves the comparison out
+    service_measured = service_simulated = service_context = None
+    print(f"comparison not built yet: {type(_why).__name__}: {_why}")

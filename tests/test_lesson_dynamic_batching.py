@@ -1,0 +1,214 @@
+"""Lesson dynamic-batching: the batching rule by hand, the live server, and grading.
+
+Every expected timeline below is worked by hand from the contract's rule:
+dispatch at max(free, min(arrival[i] + max_wait, arrival[i + max_batch - 1])),
+taking every request arrived by then (at most max_batch), a batch of b taking
+setup + per_item * b.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import SEED, statuses
+from grader import lessons
+from grader.lessons import Case
+
+LESSON = "dynamic-batching"
+ALL = ["batcher-sim", "policy-choice", "live-replay", "service-fit"]
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return lessons.reference(LESSON)
+
+
+HAND_WORKED = {
+    # name: (arrivals, max_batch, max_wait, setup, per_item) -> (starts, finishes, sizes)
+    "lesson hand check": (([0, 1, 2, 10], 2, 4.0, 1.0, 1.0), ([1, 1, 6, 14], [4, 4, 8, 16], [2, 2, 1, 1])),
+    # five ties: two full batches at once, then the last one waits out its bound with the worker idle
+    "ties": (([0, 0, 0, 0, 0], 2, 10.0, 1.0, 1.0), ([0, 0, 3, 3, 10], [3, 3, 6, 6, 12], [2, 2, 2, 2, 1])),
+    # an idle gap: each request waits its own bound, alone
+    "idle gap": (([0, 100], 4, 5.0, 2.0, 0.5), ([5, 105], [7.5, 107.5], [1, 1])),
+    # a burst of 7 with max_batch 3: full batches back to back behind the busy worker
+    "burst longer than max_batch": (([0] * 7, 3, 2.0, 1.0, 1.0),
+                                    ([0, 0, 0, 4, 4, 4, 8], [4, 4, 4, 8, 8, 8, 10], [3, 3, 3, 3, 3, 3, 1])),
+    # max_wait 0: leave at once, but whoever arrives while the worker is busy rides along
+    "max_wait 0": (([0, 1, 1, 3], 4, 0.0, 1.0, 1.0), ([0, 2, 2, 5], [2, 5, 5, 7], [1, 2, 2, 1])),
+    # a request arriving exactly at the dispatch time rides in that batch
+    "arrival at the dispatch time": (([0, 4], 4, 4.0, 1.0, 1.0), ([4, 4], [7, 7], [2, 2])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_WORKED))
+def test_batching_rule_on_hand_worked_traces(ref, name):
+    (arrivals, max_batch, wait, setup, per_item), want = HAND_WORKED[name]
+    got = ref["simulate_batching"](np.array(arrivals, dtype=float), max_batch, wait, setup, per_item)
+    for got_part, want_part in zip(got, want):
+        assert np.asarray(got_part).tolist() == [float(v) for v in want_part], name
+
+
+def test_max_batch_one_is_the_fcfs_queue_of_inference_capacity(ref):
+    fcfs = lessons.reference("inference-capacity")["simulate_queue"]
+    rng = np.random.default_rng(SEED)
+    for _ in range(20):
+        arrivals = np.cumsum(rng.choice([0.0, 0.25, 1.0, 3.0, 20.0], size=40))
+        setup, per_item = rng.integers(0, 8) * 0.25, rng.integers(1, 8) * 0.25
+        starts, finishes, sizes = ref["simulate_batching"](arrivals, 1, float(rng.integers(0, 20)), setup, per_item)
+        q_starts, q_finishes, _ = fcfs(arrivals, setup + per_item)
+        assert starts.tolist() == np.asarray(q_starts).tolist() and finishes.tolist() == np.asarray(q_finishes).tolist()
+        assert set(sizes.tolist()) == {1.0}
+    # the contract's hand check of inference-capacity, as max_batch 1
+    starts, finishes, _ = ref["simulate_batching"](np.array([0.0, 1.0, 4.0]), 1, 3.0, 1.5, 0.5)
+    assert (starts.tolist(), finishes.tolist()) == ([0, 2, 4], [2, 4, 6])
+
+
+@pytest.mark.parametrize("args", [
+    ([[0.0, 1.0], [2.0, 3.0]], 2, 1.0, 1.0, 1.0), ([0.0, np.nan], 2, 1.0, 1.0, 1.0), ([3.0, 1.0], 2, 1.0, 1.0, 1.0),
+    ([0.0, 1.0], 0, 1.0, 1.0, 1.0), ([0.0, 1.0], 2.5, 1.0, 1.0, 1.0), ([0.0, 1.0], True, 1.0, 1.0, 1.0),
+    ([0.0, 1.0], 2, -1.0, 1.0, 1.0), ([0.0, 1.0], 2, np.inf, 1.0, 1.0), ([0.0, 1.0], 2, 1.0, -1.0, 1.0),
+    ([0.0, 1.0], 2, 1.0, 0.0, 0.0), ([0.0, 1.0], 2, 1.0, 1.0, np.inf),
+])
+def test_invalid_inputs_raise_value_error(ref, args):
+    arrivals, *rest = args
+    with pytest.raises(ValueError):
+        ref["simulate_batching"](np.array(arrivals, dtype=float), *rest)
+
+
+def test_valid_edge_cases(ref):
+    empty = ref["simulate_batching"](np.array([]), 2, 1.0, 1.0, 1.0)
+    assert [len(part) for part in empty] == [0, 0, 0]
+    starts, _, _ = ref["simulate_batching"](np.array([0.0, 0.0]), 2.0, 1.0, 1.0, 1.0)  # 2.0 is a whole number
+    assert starts.tolist() == [0, 0]
+
+
+def test_choose_policy_by_hand(ref):
+    choose = ref["choose_policy"]
+    four = np.zeros(4)
+    # max_batch 1: four batches, busy 4 * 2 + 4 * 0.5 = 10; max_batch 4: one batch, busy 2 + 2 = 4
+    assert tuple(choose(four, 2.0, 0.5, 100.0, [1, 4], [0.0])) == (4, 0.0)
+    # waits 0 and 5 give the same batches (full at once): a tie on busy time and p99 goes to the smaller wait
+    assert tuple(choose(four, 2.0, 0.5, 100.0, [4], [5.0, 0.0])) == (4, 0.0)
+    # every batch takes at least 2.5 ms: an objective of 1 ms is met by nothing
+    assert choose(four, 2.0, 0.5, 1.0, [1, 4], [0.0, 5.0]) is None
+    # the objective rules out the cheapest: max_batch 4 gives p99 = 4 (all finish at 4), max_batch 2 gives
+    # finishes 3, 3, 6, 6 (p99 = 5.91); with slo 3.5 neither meets it, with slo 4 only max_batch 4 does
+    assert choose(four, 2.0, 0.5, 3.5, [2, 4], [0.0]) is None
+    assert tuple(choose(four, 2.0, 0.5, 4.0, [2, 4], [0.0])) == (4, 0.0)
+
+
+def test_latency_summary_matches_the_lesson_figures(ref):
+    got = ref["latency_summary"](np.array([1.0, 2, 3, 4, 100]))
+    want = {"p50": 3.0, "p95": 80.8, "p99": 96.16, "max": 100.0, "count": 5}  # 4 + 0.8 * 96, 4 + 0.96 * 96
+    assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-9 for k in want)
+
+
+def test_fit_uses_one_point_per_batch(ref):
+    # batches of 1, 2, 4 taking 3, 3, 4.5 ms: slope 2.5 / (14/3) = 15/28, intercept 3.5 - 15/28 * 7/3 = 2.25
+    records = [{"batch_id": b, "batch_size": size, "compute_start_ms": 0.0, "compute_end_ms": took}
+               for b, size, took in ((0, 1, 3.0), (1, 2, 3.0), (1, 2, 3.0), (2, 4, 4.5), (2, 4, 4.5), (2, 4, 4.5),
+                                     (2, 4, 4.5))]
+    setup, per_item = ref["fit_service"](records)
+    assert abs(setup - 2.25) < 1e-9 and abs(per_item - 15 / 28) < 1e-9
+    with pytest.raises(ValueError):
+        ref["fit_service"]([dict(r, batch_size=2) for r in records])
+
+
+# ---- the given server and replayer, run in this process ----
+
+@pytest.fixture(scope="module")
+def given():
+    """The scaffold's given cells (network, server, replayer, traces), executed here."""
+    namespace: dict = {"__name__": "given_dynamic_batching"}
+    for cell in lessons.scaffold(lessons.get(LESSON)).cells:
+        if cell.cell_type == "code" and "given" in cell.metadata.get("tags", []) and cell["id"] != "given-comparison" \
+                and cell["id"] != "given-hand-check":
+            exec(compile(cell.source, cell["id"], "exec"), namespace)
+    namespace["warm_shapes"]()  # JAX's own threads start here, before the counts below
+    return namespace
+
+
+def _sockets() -> int:
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            continue
+    return count
+
+
+def test_overloaded_server_answers_200_or_503_and_leaves_nothing_behind(given):
+    threads, sockets = set(threading.enumerate()), _sockets()
+    records = given["replay_with_status"](given["TRACE_OVERLOADED"], 1, 0.0, queue_limit=3)
+    statuses_seen = [r["status"] for r in records]
+    assert len(records) == len(given["TRACE_OVERLOADED"])
+    assert set(statuses_seen) <= {200, 503}, set(statuses_seen)
+    assert 200 in statuses_seen and 503 in statuses_seen  # a queue of 3 cannot hold this trace one by one
+    assert all(r["retry_after"] == "1" for r in records if r["status"] == 503)
+    assert set(threading.enumerate()) == threads, set(threading.enumerate()) - threads
+    assert _sockets() == sockets
+
+
+def test_replay_gives_consistent_records_under_the_lesson_policy(given, ref):
+    checks = lessons.properties(LESSON)
+    policy = ref["policy"]
+    records = given["replay"](given["TRACE_OVERLOADED"], *policy)
+    from grader import wire
+    case = Case(name="live", mode="value", args=tuple(wire.encode([list(policy), given["TRACE_OVERLOADED"]])))
+    assert checks["live_records"](case, records) == []
+    assert max(r["batch_size"] for r in records) <= policy[0]
+    # the property can fail: a record whose compute ends before it starts is caught
+    broken = [dict(r) for r in records]
+    broken[5]["compute_end_ms"] = broken[5]["compute_start_ms"] - 1
+    assert checks["live_records"](case, broken)
+
+
+@pytest.mark.parametrize("trace, why", [(np.zeros(401), "at most 400"), (np.array([0.0, 10_000.25]), "within 10 s"),
+                                        (np.array([2.0, 1.0]), "non-decreasing")])
+def test_every_replay_is_bounded(given, trace, why):
+    with pytest.raises(ValueError, match=why):
+        given["replay"](trace, 4, 1.0)
+
+
+def test_traces_fit_the_bounds_and_are_exactly_representable(given):
+    for name in ("TRACE_STABLE", "TRACE_OVERLOADED", "TRACE_BURST"):
+        trace = given[name]
+        assert 0 < trace.size <= 400 and trace[-1] <= 10_000 and np.all(np.diff(trace) >= 0), name
+        assert np.all(trace * 4 == np.round(trace * 4)), name
+
+
+# ---- grading, in a kernel ----
+
+@pytest.mark.kernel
+def test_reference_scores_full_marks_and_the_report_compares(graded):
+    result = graded.solution(LESSON)
+    assert statuses(result) == {ex: "passed" for ex in ALL}, result["exercises"]
+    kinds = {e["id"]: e["kind"] for e in result["exercises"]}
+    assert kinds == {"batcher-sim": "simulated", "policy-choice": "simulated", "live-replay": "measured",
+                     "service-fit": "simulated"}
+    from grader import render
+    html = render.report_html(result)
+    assert "Measured service (loopback) beside the simulation" in html
+    table = html.split('<table class="comparison">')[1].split("</table>")[0]
+    assert table.count("<td>400</td>") == 8  # four components, each counted on both sides
+    assert "measured (live, loopback)" in table and "simulated (fitted costs)" in table
+    assert "<svg" in html
+
+
+BUGS = {"wait-from-free": "batcher-sim", "policy-lowest-p99": "policy-choice",
+        "measured-from-sent": "live-replay", "fit-per-record": "service-fit"}
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("bug, target", sorted(BUGS.items()))
+def test_each_realistic_bug_fails_its_exercise(graded, bug, target):
+    result = graded.patch(LESSON, bug)
+    got = statuses(result)
+    assert got[target] == "failed", result["exercises"]
+    if bug != "wait-from-free":  # the simulator is used by every later exercise
+        assert {ex: st for ex, st in got.items() if ex != target} == {ex: "passed" for ex in ALL if ex != target}
