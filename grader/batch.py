@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader import grading
-from grader import files, lessons, record, render, sign
+from grader import files, layouts, lessons, record, render, sign
+from grader import roster as class_list
 
 SUFFIXES = (".ipynb", ".py")
 
@@ -47,12 +48,13 @@ class Summary:
     peak_mb: float = 0.0
     """Peak resident memory of this (parent) process."""
     named: dict[str, list[str]] = field(default_factory=dict)
-    """Students behind each count: errors, timeouts, rejected, failures (of the grader)."""
+    """Students behind each count: errors, timeouts, rejected, failures (of the grader), and with a roster
+    `missing` (no submission) and `outside` (not on the roster)."""
+    layout: str = "flat"
+    """The layout the class arrived in (see layouts.LAYOUTS)."""
+    ignored: tuple[str, ...] = ()
+    """Files that are not submissions, and files that do not fit the layout (with why)."""
 
-
-def submissions(folder: Path) -> list[Path]:
-    """Every gradable-looking file in the folder (anything else is reported as rejected)."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
 def _die_with_parent() -> None:
@@ -107,27 +109,27 @@ class _Progress:
 
 def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
         options: grading.Options = grading.Options(), scheduler: str | None = None,
-        progress: bool = True) -> Summary:
-    """Grade every submission in `folder` into `out`; resumable."""
+        progress: bool = True, roster: str | Path | None = None) -> Summary:
+    """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable."""
     began = time.monotonic()
-    folder, out = Path(folder), Path(out)
+    out = Path(out)
     lesson = lessons.get(lesson_id)
+    members = class_list.read(roster) if roster else None
+    found = layouts.read(folder, out / "unpacked")
     files.make_dirs(out / "results")
     files.make_dirs(out / "reports")
     signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
     book = record.Gradebook(out / "gradebook.sqlite")
     todo, clashes, skipped = [], [], 0
-    by_student: dict[str, list[Path]] = {}
-    for path in submissions(folder):
-        by_student.setdefault(path.stem, []).append(path)
-    for student, paths in by_student.items():
-        key = digest(paths[0]) if len(paths) == 1 else _joint_digest(paths)
-        if book.has(lesson.id, student, key):
+    entries = {entry.student: entry for entry in found.entries}
+    for entry in found.entries:
+        key = digest(entry.paths[0]) if len(entry.paths) == 1 else _joint_digest(list(entry.paths))
+        if book.has(lesson.id, entry.student, key):
             skipped += 1
-        elif len(paths) == 1:
-            todo.append(paths[0])
+        elif len(entry.paths) == 1:
+            todo.append(entry)
         else:
-            clashes.append(paths)
+            clashes.append(entry)
     jobs = max(1, jobs or default_jobs())
     if todo:
         _refuse_without_isolation(options)
@@ -141,9 +143,11 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
     try:
-        for path, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
+        for entry, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
+            path = entry.paths[0]
+            data["submitted_as"] = _submitted_as(found.layout, entry, members)
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
-            data = _store_safely(out, book, path, data, sign.signing_key() if signing else None)
+            data = _store_safely(out, book, entry, data, sign.signing_key() if signing else None)
             counts["graded" if data["status"] == "graded" else "rejected"] += 1
             statuses = {e["status"] for e in data.get("exercises", [])}
             failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
@@ -152,16 +156,36 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
                 if hit:
                     named[key].append(str(data.get("student") or path.stem))
             if bar:
-                bar.step(path.stem, data)
+                bar.step(entry.student, data)
     finally:
         latest = book.latest(lesson.id)
-        record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv")
-        files.write_text(out / "index.html", render.dashboard_html(latest, lesson))
+        absent = _absent(members, {r["student"] for r in latest})
+        record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
+        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent))
         book.close()
+    if members:
+        named["missing"] = [row["student"] for row in _absent(members, set(entries))]
+        named["outside"] = [student for student in entries if members.find(student) is None]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(signing))
-    return Summary(total=len(by_student), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
-                   peak_mb=peak, named=named)
+    return Summary(total=len(entries), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
+                   peak_mb=peak, named=named, layout=found.layout, ignored=found.ignored + found.unread)
+
+
+def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> dict[str, Any]:
+    """How the submission arrived: the layout, the platform's name and late mark, and the roster's match."""
+    member = members.find(entry.student) if members else None
+    return {"layout": layout, "files": [p.name for p in entry.paths], "name": (member.name if member else "") or entry.name,
+            "late": entry.late, "on_roster": None if members is None else member is not None,
+            "section": member.section if member else ""}
+
+
+def _absent(members: class_list.Roster | None, present: set[str]) -> list[dict[str, Any]]:
+    """Rows for the roster's students with no submission at all."""
+    if members is None:
+        return []
+    return [{"student": m.student, "name": m.name, "status": "missing"} for m in members.members
+            if not (m.ids() & present)]
 
 
 def _refuse_without_isolation(options: grading.Options) -> None:
@@ -178,18 +202,19 @@ def _refuse_without_isolation(options: grading.Options) -> None:
                                  "pass --no-sandbox to grade anyway, and student code will be able to read your files")
 
 
-def _store_safely(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any], key: Any) -> dict[str, Any]:
+def _store_safely(out: Path, book: record.Gradebook, entry: layouts.Entry, data: dict[str, Any], key: Any) -> dict[str, Any]:
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
     try:
-        return _store(out, book, path, data, key)
+        return _store(out, book, entry.student, entry.paths[0], data, key)
     except (OSError, ValueError, TypeError, sqlite3.Error) as err:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise  # the grader's disk, not the student: stop with the reason
-        student = path.stem.encode("utf-8", "backslashreplace").decode("utf-8")
+        student = entry.student.encode("utf-8", "backslashreplace").decode("utf-8")
         reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
-        safe = grading.rejected(path, reason, data.get("lesson"), student).to_dict()
-        safe["digest"] = data.get("digest") or digest(path)
-        return _store(out, book, Path(path.parent, student + path.suffix), safe, key)
+        safe = grading.rejected(entry.paths[0], reason, data.get("lesson"), student).to_dict()
+        safe["digest"] = data.get("digest") or digest(entry.paths[0])
+        safe["submitted_as"] = data.get("submitted_as")
+        return _store(out, book, student, entry.paths[0], safe, key)
 
 
 def _joint_digest(paths: list[Path]) -> str:
@@ -197,18 +222,19 @@ def _joint_digest(paths: list[Path]) -> str:
     return hashlib.sha256("".join(digest(p) for p in sorted(paths)).encode()).hexdigest()
 
 
-def _clash_results(clashes: list[list[Path]], lesson_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, dict[str, Any]]]:
     """A student with more than one file is rejected without guessing which one counts."""
-    for paths in clashes:
-        names = ", ".join(p.name for p in paths)
-        reason = f"{len(paths)} files for student {paths[0].stem!r} ({names}): keep one and rerun the batch"
-        data = grading.rejected(paths[0], reason, lesson=lesson_id).to_dict()
+    for entry in clashes:
+        names = ", ".join(p.name for p in entry.paths)
+        reason = f"{len(entry.paths)} files for student {entry.student!r} ({names}): keep one and rerun the batch"
+        data = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student).to_dict()
         data["submission"] = names
-        data["digest"] = _joint_digest(paths)
-        yield paths[0], data
+        data["digest"] = _joint_digest(list(entry.paths))
+        yield entry, data
 
 
-def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any], key: Any = None) -> dict[str, Any]:
+def _store(out: Path, book: record.Gradebook, student: str, path: Path, data: dict[str, Any],
+           key: Any = None) -> dict[str, Any]:
     """Write one student's files, then the signed result, then the gradebook row; returns what was recorded."""
     executed = data.pop(grading.NOTEBOOK_KEY, None)
     report = data.pop(grading.REPORT_KEY, None)
@@ -219,36 +245,39 @@ def _store(out: Path, book: record.Gradebook, path: Path, data: dict[str, Any], 
     report = report or render.report_html(data)
     markdown = markdown or render.report_md(data)
     if executed:
-        files.write_text(out / "notebooks" / f"{path.stem}.ipynb", executed)
-    files.write_text(out / "reports" / f"{path.stem}.html", report)
-    files.write_text(out / "reports" / f"{path.stem}.md", markdown)
+        files.write_text(out / "notebooks" / f"{student}.ipynb", executed)
+    files.write_text(out / "reports" / f"{student}.html", report)
+    files.write_text(out / "reports" / f"{student}.md", markdown)
     data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown)
-    record.write_json(data, out / "results" / f"{path.stem}.json")
+    record.write_json(data, out / "results" / f"{student}.json")
     book.add(data, data["digest"])
     return data
 
 
-def _results(todo: list[Path], lesson_id: str, options: grading.Options, jobs: int,
-             scheduler: str | None) -> Iterator[tuple[Path, dict[str, Any]]]:
+def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options, jobs: int,
+             scheduler: str | None) -> Iterator[tuple[layouts.Entry, dict[str, Any]]]:
     if not todo:
         return
     if scheduler:
         from grader import cluster
 
-        yield from cluster.results(scheduler, todo, lesson_id, options)
+        by_path = {str(entry.paths[0]): entry for entry in todo}
+        for path, data in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options):
+            yield by_path[str(path)], data
         return
     if jobs == 1:
-        for path in todo:
-            yield path, grading.grade_one(str(path), lesson_id, options)
+        for entry in todo:
+            yield entry, grading.grade_one(str(entry.paths[0]), lesson_id, options, entry.student)
         return
     others = set(multiprocessing.active_children())  # a caller's own processes, never ours to kill
     pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent)
     try:
-        futures: dict[cf.Future[dict[str, Any]], Path] = {
-            pool.submit(grading.grade_one, str(path), lesson_id, options): path for path in todo}
+        futures: dict[cf.Future[dict[str, Any]], layouts.Entry] = {
+            pool.submit(grading.grade_one, str(entry.paths[0]), lesson_id, options, entry.student): entry
+            for entry in todo}
         for future in cf.as_completed(list(futures)):
-            path = futures.pop(future)  # a finished future holds its whole result: let it go
-            yield path, future.result()
+            entry = futures.pop(future)  # a finished future holds its whole result: let it go
+            yield entry, future.result()
     except BaseException:  # Ctrl-C, or the consumer gave up: nothing still running will be recorded
         # Kill the workers rather than wait for grades nobody stores (workers never write records).
         # The pool then fails every pending future itself; cancelling them first would race with
@@ -268,8 +297,13 @@ def report_line(summary: Summary) -> str:
             f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB"
             + (f"; {c['failures']} failed inside the grader (rerun to retry them)" if c.get("failures") else "")
             + ("" if c.get("signed") else "; results unsigned (no course key: grader keys init)"))
+    line = f"class layout: {summary.layout}\n" + line
+    if summary.ignored:
+        shown = ", ".join(summary.ignored[:10]) + (f" and {len(summary.ignored) - 10} more" if len(summary.ignored) > 10 else "")
+        line += f"\n  ignored (not submissions): {shown}"
     labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
-              "failures": "grader failures (rerun to retry)"}
+              "failures": "grader failures (rerun to retry)", "missing": "on the roster, no submission",
+              "outside": "not on the roster"}
     for key, label in labels.items():
         names = summary.named.get(key, [])
         if names:

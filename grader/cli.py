@@ -18,7 +18,7 @@ import click
 
 from grader import batch as batching
 from grader import grading
-from grader import files, lessons, portfolio, record, render, sign
+from grader import files, lessons, platforms, portfolio, record, render, sign
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
 from grader.sandbox import DEVICES
@@ -210,22 +210,26 @@ def validate_cmd(lesson_id: str, **flags: Any) -> None:
 
 
 @main.command("batch")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("folder", type=click.Path(exists=True, path_type=Path))
 @click.option("--lesson", "lesson_id", required=True)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--jobs", type=click.IntRange(min=1), help="Parallel grading jobs (default: one per core, plus one).")
 @click.option("--scheduler", help="Address of an existing Dask scheduler (needs the [dask] extra).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The class: a CSV of student ids, or Canvas's gradebook export (names, SIS ids, sections).")
 @_sandbox_options
 def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
-              **flags: Any) -> None:
-    """Grade every submission in FOLDER; rerun to resume."""
+              roster: Path | None, **flags: Any) -> None:
+    """Grade every submission in FOLDER (a folder or a .zip: flat, per-student, nbgrader, Canvas or Moodle
+    layout); rerun to resume."""
     options = _options(zygote=not no_zygote, **flags)
     if options.sandbox == "none":
         click.echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
     try:
-        summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler)
+        summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler,
+                               roster=roster)
     except KeyboardInterrupt:
         raise _Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None
@@ -287,3 +291,44 @@ def build_solution_cmd(lesson_id: str) -> None:
 
 
 __all__ = ["main", "SubmissionRejected"]
+
+
+@main.command("export")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(platforms.FORMATS))
+@click.argument("batch_dir", metavar="OUTDIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--to", "target", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write (default: OUTDIR/export/FORMAT).")
+@click.option("--lesson", "lesson_id", help="The lesson (default: the one lesson in the gradebook).")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="canvas: the gradebook CSV exported from Canvas (names, ids, sections).")
+@click.option("--assignment-id", default="", help="canvas: the assignment's number in its Canvas URL.")
+@click.option("--assignment", default="", help="canvas: the assignment's name (default: the lesson's title).")
+def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | None, roster: Path | None,
+               assignment_id: str, assignment: str) -> None:
+    """Hand a batch's grades and feedback to Canvas, PrairieLearn or Gradescope (OUTDIR: the batch's --out)."""
+    written = platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment, assignment_id)
+    click.echo(str(written))
+
+
+@main.command("gradescope-run", hidden=True)
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--lesson", "lesson_id", required=True)
+def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
+    """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (always)."""
+    import json
+    import time
+
+    from grader import layouts
+
+    began = time.monotonic()
+    found = [p for p in sorted((root / "submission").rglob("*")) if p.is_file()
+             and not any(layouts.ignorable(part) for part in p.relative_to(root / "submission").parts)]
+    if len(found) == 1:
+        data = grading.grade_one(found[0], lesson_id, _options(), student="submission")
+    else:
+        why = ("no file was submitted" if not found else
+               f"{len(found)} files were submitted ({', '.join(p.name for p in found[:5])}): submit one notebook")
+        data = grading.rejected(root / "submission", why, lesson_id, "submission").to_dict()
+    results = platforms.gradescope_results(data, time.monotonic() - began)
+    files.write_text(root / "results" / "results.json", json.dumps(results, indent=2))
+    click.echo(f"{results['score']:g} points; results in {root / 'results' / 'results.json'}")

@@ -15,15 +15,15 @@ from grader import grading
 from grader.errors import GraderError
 
 
-def grade_bytes(name: str, data: bytes, lesson_id: str, options: grading.Options) -> dict[str, Any]:
+def grade_bytes(name: str, data: bytes, lesson_id: str, options: grading.Options, student: str | None = None) -> dict[str, Any]:
     """Worker side: write the submission to a private temp dir and grade it."""
     with tempfile.TemporaryDirectory(prefix="grader-task-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(data)
-        return grading.grade_one(path, lesson_id, options)
+        return grading.grade_one(path, lesson_id, options, student)
 
 
-def results(address: str, todo: list[Path], lesson_id: str,
+def results(address: str, todo: list[tuple[Path, str]], lesson_id: str,
             options: grading.Options) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Submit every submission to the scheduler at `address`; yield results as they finish."""
     try:
@@ -35,7 +35,7 @@ def results(address: str, todo: list[Path], lesson_id: str,
     except (OSError, TimeoutError) as err:
         raise GraderError(f"cannot reach the Dask scheduler at {address}: {err}") from None
     with client:
-        futures = {client.submit(grade_bytes, path.name, path.read_bytes(), lesson_id, options, pure=False): path
-                   for path in todo}
+        futures = {client.submit(grade_bytes, path.name, path.read_bytes(), lesson_id, options, student, pure=False): path
+                   for path, student in todo}
         for future in as_completed(futures):
             yield futures[future], future.result()

@@ -155,18 +155,27 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     env = data.get("environment") if isinstance(data.get("environment"), dict) else {}
     keep["host"] = f"{env.get('cpu_model') or '?'} ({env.get('cpu_count') or '?'} cores)" if env else None
     keep["device"] = f"{env.get('jax_backend') or '?'}: {env.get('jax_device_kind') or '?'}" if env else None
+    arrived = data.get("submitted_as") if isinstance(data.get("submitted_as"), dict) else {}
+    keep.update(name=arrived.get("name") or "", late=bool(arrived.get("late")), on_roster=arrived.get("on_roster"),
+                section=arrived.get("section") or "")
     keep["exercises"] = [{"id": e["id"], "status": e["status"], "score": e["score"], "kind": e.get("kind"),
                           "messages": list(e.get("messages", []))[:2]} for e in data.get("exercises", [])]
     return keep
 
 
-def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path) -> None:
-    """One row per student: status, total and one column per exercise."""
-    rows = [["student", "lesson", "status", "score", "max_score", *exercise_ids, "error"]]
+def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path,
+              absent: list[dict[str, Any]] = ()) -> None:
+    """One row per student: status, total and one column per exercise; roster students with no submission
+    get a row whose status is `missing`."""
+    rows = [["student", "lesson", "status", "score", "max_score", *exercise_ids, "error", "name", "late"]]
     for data in results:
         scores = {e["id"]: e["score"] for e in data.get("exercises", [])}
         rows.append([data["student"], data.get("lesson") or "", data["status"], data.get("score", 0),
-                     data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], data.get("error") or ""])
+                     data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], data.get("error") or "",
+                     data.get("name") or "", "late" if data.get("late") else ""])
+    for row in absent:
+        rows.append([row["student"], "", "missing", "", "", *[""] * len(exercise_ids), "no submission",
+                     row.get("name", ""), ""])
     text = io.StringIO(newline="")
     csv.writer(text).writerows(rows)
     files.write_text(path, text.getvalue())

@@ -231,7 +231,7 @@ def report_md(result: dict[str, Any]) -> str:
     return environment().get_template("report.md.j2").render(r=result, v=report_context(result))
 
 
-def dashboard_data(results: list[dict[str, Any]], lesson: Any) -> dict[str, Any]:
+def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = ()) -> dict[str, Any]:
     """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students."""
     from collections import Counter
 
@@ -265,6 +265,8 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any) -> dict[str, Any]
             "mean": sum(r["score"] for r in graded) / len(graded) if graded else 0.0, "max_score": max_score,
             "distribution": distribution, "peak": max([d["count"] for d in distribution] or [1]) or 1,
             "exercises": exercises, "trouble": trouble,
+            "absent": list(absent), "outside": [r["student"] for r in results if r.get("on_roster") is False],
+            "late": [r["student"] for r in results if r.get("late")],
             "students": [{"student": r["student"], "status": r["status"], "score": r.get("score", 0),
                           "max_score": r.get("max_score", max_score), "error": r.get("error")} for r in results]}
 
@@ -278,9 +280,9 @@ def _generic(message: str) -> str:
     return text[:160]
 
 
-def dashboard_html(results: list[dict[str, Any]], lesson: Any) -> str:
+def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = ()) -> str:
     """The instructor's batch dashboard (`OUTDIR/index.html`)."""
-    return environment().get_template("dashboard.html.j2").render(d=dashboard_data(results, lesson))
+    return environment().get_template("dashboard.html.j2").render(d=dashboard_data(results, lesson, absent))
 
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}

@@ -60,7 +60,8 @@ class SandboxReport:
     """Which isolation layers were in force for a grade, and why any were not."""
 
     mode: str
-    """`bwrap` (bubblewrap kernel), `bwrap+zygote` (the same, forked warm) or `process` (a plain local kernel)."""
+    """`bwrap` (bubblewrap kernel), `bwrap+zygote` (the same, forked warm), `nobody` (no namespaces; root runs
+    the kernel as nobody under rlimits) or `process` (a plain local kernel)."""
     layers: dict[str, bool]
     """Each layer of LAYERS and whether it held."""
     limits: dict[str, Any] = field(default_factory=dict)
@@ -161,9 +162,19 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
                              budgets={"own_user_namespace": own, "cgroup": False}, reasons=reasons)
     layers = {name: name == "ipc_transport" and os.name == "posix" for name in LAYERS}
     layers["session"] = True  # jupyter_client starts every kernel in a new session
+    mode = "process"
+    if root and want != "none" and shutil.which("setpriv") and shutil.which("prlimit") and _works(
+            *_setpriv(), "prlimit", "--core=0", "--", python(), "-c", "import ipykernel"):
+        # No namespaces here (a container without user namespaces, say), but root can still make the kernel
+        # `nobody`, with no capabilities and under rlimits: files only root can read stay unreadable to it.
+        mode = "nobody"
+        layers.update(user=True, rlimits=True)
+        reason += "; the kernel still runs as nobody, with no capabilities, under rlimits"
+    elif root and want != "none":
+        reason += "; nobody cannot run this Python installation, so the kernel runs as root"
     reasons.update({name: reason for name, held in layers.items() if not held})
     reasons["own_user_namespace"] = reason
-    report = SandboxReport("process", layers, limit_data, missing_reason=reason, rootless=not root,
+    report = SandboxReport(mode, layers, limit_data, missing_reason=reason, rootless=not root,
                            budgets={"own_user_namespace": False, "cgroup": False}, reasons=reasons)
     if require:
         raise SandboxUnavailable(f"sandbox required but unavailable: {reason}")
@@ -221,7 +232,7 @@ class _SandboxKernelManager(AsyncKernelManager):
             folder.chmod(0o755)
         for folder in (self.rundir, self.scratch):
             folder.mkdir(mode=0o700)
-            if report.mode.startswith("bwrap") and not report.rootless:
+            if _as_nobody(report):
                 os.chown(folder, NOBODY, NOBODY)
         self.transport = "ipc"
         self.ip = str(self.rundir / "k")
@@ -237,10 +248,12 @@ class _SandboxKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)
+        if _as_nobody(self.report):
+            os.chown(self.connection_file, NOBODY, NOBODY)
+        if self.report.mode == "nobody":
+            return _setpriv() + _prlimit(self.grade_limits) + cmd
         if not self.report.mode.startswith("bwrap"):
             return cmd
-        if not self.report.rootless:
-            os.chown(self.connection_file, NOBODY, NOBODY)
         return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report, self.start) + cmd
 
     def start_kwargs(self) -> dict[str, Any]:
@@ -370,6 +383,16 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootle
     return argv
 
 
+def _as_nobody(report: SandboxReport) -> bool:
+    """The kernel drops from root to nobody (its run and scratch folders must be nobody's)."""
+    return report.mode == "nobody" or (report.mode.startswith("bwrap") and not report.rootless)
+
+
+def _setpriv() -> list[str]:
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs", "--"]
+
+
 def _prlimit(limits: Limits) -> list[str]:
     return ["prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
             f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0",
@@ -392,8 +415,7 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxRepor
                        keep_caps=False, devices=device_files(start.device))
     if report.rootless:
         return argv + ["--disable-userns", "--"] + _prlimit(limits)
-    argv += ["--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    argv += ["--", *_setpriv()]
     if report.budgets.get("own_user_namespace"):
         argv += ["unshare", "--user", "--map-current-user", "--"]
     return argv + _prlimit(limits)

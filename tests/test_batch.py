@@ -47,7 +47,8 @@ def _class(folder: Path, out: Path | None = None) -> Path:
     write(lessons.scaffold(lessons.get(LESSON)), folder / "cleo.ipynb")
     write(patched_solution(LESSON, SUBS / "infinite-loop-in-collection-cell.py"), folder / "dev.ipynb")
     (folder / "eli.ipynb").write_text('{"cells": [')
-    (folder / "fay.txt").write_text("my answers are in the email")
+    (folder / "fay.docx").write_text("my answers are in the email")  # a student's file, not a notebook: rejected
+    (folder / "notes.txt").write_text("not a submission: listed as ignored, never a student")
     (folder / "gus.py").write_text("import os\nos._exit(1)\n")
     return folder
 

@@ -6,8 +6,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-ORDER = ["errors", "limits", "files", "wire", "load", "lessons", "sandbox", "zygote", "run", "probe", "judge", "record", "sign", "figure", "render",
-         "grading", "portfolio", "verify", "cluster", "batch", "cli"]
+ORDER = ["errors", "limits", "files", "wire", "load", "layouts", "roster", "lessons", "sandbox", "zygote", "run", "probe", "judge", "record", "sign", "figure", "render",
+         "grading", "portfolio", "verify", "cluster", "batch", "platforms", "cli"]
 
 
 def _imports(path: Path) -> set[str]:

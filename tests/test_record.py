@@ -59,9 +59,18 @@ def test_csv_has_one_column_per_exercise(tmp_path):
     record.write_csv([_result("amy", 1.0, "t"), {"student": "bob", "status": "rejected", "error": "empty"}], ["a"], out)
     with out.open() as handle:
         rows = list(csv.reader(handle))
-    assert rows[0] == ["student", "lesson", "status", "score", "max_score", "a", "error"]
+    assert rows[0] == ["student", "lesson", "status", "score", "max_score", "a", "error", "name", "late"]
     assert rows[1][:6] == ["amy", "l", "graded", "1.0", "2.0", "1.0"]
-    assert rows[2][0] == "bob" and rows[2][-1] == "empty"
+    assert rows[2][0] == "bob" and rows[2][6] == "empty"
+
+
+def test_csv_gives_roster_students_without_a_submission_a_missing_row(tmp_path):
+    out = tmp_path / "grades.csv"
+    record.write_csv([_result("amy", 1.0, "t")], ["a"], out, absent=[{"student": "eve", "name": "Eve Gone"}])
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["student"], r["status"], r["score"], r["name"]) for r in rows] == [
+        ("amy", "graded", "1.0", ""), ("eve", "missing", "", "Eve Gone")]
 
 
 def test_files_are_readable_by_others_under_the_usual_umask_and_keys_are_not(tmp_path):

@@ -1,0 +1,84 @@
+"""Step 1, load (a class list): who should have submitted.
+
+`--roster FILE` is a plain CSV of student ids (one per line, or a column named
+`student`, `student_id`, `id` or `login`), or the gradebook CSV Canvas exports
+(`Student`, `ID`, `SIS User ID`, `SIS Login ID`, `Section`, ...), which also
+gives names, SIS ids and sections. A submission matches a member by any of
+their ids.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import GraderError
+
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+PLAIN_HEADERS = ("student", "student_id", "id", "login", "username")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One student of the class."""
+
+    student: str
+    """The id submissions are matched on (Canvas: the user id)."""
+    name: str = ""
+    """Display name (Canvas: "Last, First")."""
+    sis_user_id: str = ""
+    """Canvas's SIS User ID."""
+    sis_login_id: str = ""
+    """Canvas's SIS Login ID."""
+    section: str = ""
+    """Canvas's section."""
+
+    def ids(self) -> set[str]:
+        """Every id a submission may carry for this student."""
+        return {i for i in (self.student, self.sis_user_id, self.sis_login_id) if i}
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The class list."""
+
+    members: tuple[Member, ...]
+    """In the file's order."""
+    canvas: bool = False
+    """Read from a Canvas gradebook export (so it can be exported back)."""
+
+    def find(self, student: str) -> Member | None:
+        """The member a submission's student id belongs to."""
+        return next((m for m in self.members if student in m.ids()), None)
+
+
+def read(path: str | Path) -> Roster:
+    """Read a roster file, or raise GraderError with the reason."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise GraderError(f"cannot read the roster {path}: {err}") from err
+    rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    if not rows:
+        raise GraderError(f"the roster {path} names no students")
+    header = [cell.strip() for cell in rows[0]]
+    if all(column in header for column in CANVAS_COLUMNS[:2]):
+        at = {column: header.index(column) for column in CANVAS_COLUMNS if column in header}
+        members = []
+        for row in rows[1:]:
+            cell = lambda column: row[at[column]].strip() if column in at and at[column] < len(row) else ""  # noqa: E731
+            if "Points Possible" in cell("Student") or not cell("ID") or cell("Student") == "Student, Test":
+                continue  # Canvas's points row and its test student are not students
+            members.append(Member(cell("ID"), cell("Student"), cell("SIS User ID"), cell("SIS Login ID"), cell("Section")))
+        return Roster(tuple(members), canvas=True)
+    lowered = [cell.lower() for cell in header]
+    column = next((lowered.index(h) for h in PLAIN_HEADERS if h in lowered), None)
+    body = rows[1:] if column is not None else rows
+    column = column or 0
+    members = tuple(Member(row[column].strip()) for row in body if len(row) > column and row[column].strip())
+    if not members:
+        raise GraderError(f"the roster {path} names no students")
+    return Roster(members)
