@@ -14,6 +14,7 @@ import ctypes
 import errno
 import hashlib
 import itertools
+import json
 import multiprocessing
 import os
 import resource
@@ -142,12 +143,19 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
+    profile: list[dict[str, Any]] = []
+    cpu_before, submitted = _cpu_times(), time.time()
     try:
         for entry, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
             path = entry.paths[0]
             data["submitted_as"] = _submitted_as(found.layout, entry, members)
+            worker, storing = data.pop(grading.STARTED_KEY, None) or {}, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
             data = _store_safely(out, book, entry, data, sign.signing_key() if signing else None)
+            profile.append({"student": entry.student, "record": round(time.monotonic() - storing, 3),
+                            "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
+                                                            if k in worker},
+                            **((data.get("run") or {}).get("timings") or {})})
             counts["graded" if data["status"] == "graded" else "rejected"] += 1
             statuses = {e["status"] for e in data.get("exercises", [])}
             failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
@@ -163,6 +171,10 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
         files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent))
         book.close()
+        if profile:
+            files.write_text(out / "profile.json", json.dumps(
+                {"jobs": jobs, "seconds": round(time.time() - submitted, 3), "cpu": _cpu_use(cpu_before, _cpu_times()),
+                 "submissions": profile}, indent=1))
     if members:
         named["missing"] = [row["student"] for row in _absent(members, set(entries))]
         named["outside"] = [student for student in entries if members.find(student) is None]
@@ -170,6 +182,26 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(signing))
     return Summary(total=len(entries), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
                    peak_mb=peak, named=named, layout=found.layout, ignored=found.ignored + found.unread)
+
+
+def _cpu_times() -> list[list[int]]:
+    """Per core: (busy, total) jiffies from /proc/stat (empty where there is none)."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return []
+    cores = []
+    for line in lines:
+        if line.startswith("cpu") and line[3:4].isdigit():
+            values = [int(v) for v in line.split()[1:]]
+            idle = values[3] + (values[4] if len(values) > 4 else 0)
+            cores.append([sum(values) - idle, sum(values)])
+    return cores
+
+
+def _cpu_use(before: list[list[int]], after: list[list[int]]) -> list[float]:
+    """Share of each core that was busy between two readings (every process on the host, not only ours)."""
+    return [round((a[0] - b[0]) / max(1, a[1] - b[1]), 3) for b, a in zip(before, after)]
 
 
 def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import functools
 import os
 import platform
 import secrets
+import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -162,6 +163,8 @@ def prepare(lesson_id: str, options: Options) -> None:
 
 
 NOTEBOOK_KEY = "_executed_notebook"
+STARTED_KEY = "_started_at"
+"""Which worker graded this and when it began and ended (wall clock), for the batch's phase profile."""
 REPORT_KEY = "_report_html"
 MARKDOWN_KEY = "_report_md"
 
@@ -174,6 +177,7 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
     """
     import traceback
 
+    started = time.time()
     notebook = None
     try:
         result = grade(path, lesson_id, options, student)
@@ -184,9 +188,13 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
     except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
         traceback.print_exc()
         data = rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student).to_dict()
+    rendering = time.monotonic()
     data[REPORT_KEY] = safe_report(data)
     data[MARKDOWN_KEY] = safe_report(data, markdown=True)
     data[NOTEBOOK_KEY] = notebook
+    data[STARTED_KEY] = {"pid": os.getpid(), "start": started, "end": time.time()}
+    if isinstance(data.get("run"), dict):
+        data["run"]["timings"]["render"] = round(time.monotonic() - rendering, 3)
     return data
 
 
@@ -269,10 +277,12 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     warm = options.zygote and report.mode == "bwrap"
     if warm:
         report = dataclasses.replace(report, mode="bwrap+zygote")
+    given = _given_cells(lesson, submission.notebook)
     executed = run.execute(submission.notebook, tail, options.limits,
                            (lambda: zygote.kernel_manager(report, options.limits, start)) if warm
                            else (lambda: sandbox.kernel_manager(report, options.limits, start)),
-                           given=_given_cells(lesson, submission.notebook))
+                           given=given)
+    judging = time.monotonic()
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
     reference = None if options.public_only else lessons.reference(lesson.id)
@@ -319,7 +329,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
             "digest": submission.digest, "submission": Path(submission.path).name,
             "graded_at": env["graded_at"], "notes": notes + list(executed.dropped),
             "run": {"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
-                    "timings": {k: round(v, 3) for k, v in executed.timings.items()},
+                    "timings": _phases(executed, given, time.monotonic() - judging),
                     "flood": executed.flood, "deadline_hit": executed.deadline_hit},
             "cells": [{"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
                        "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"],
@@ -330,6 +340,14 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         },
         notebook=executed.notebook,
     )
+
+
+def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dict[str, float]:
+    """Seconds per phase of one grade: kernel start, the lesson's given cells, the student's cells, probes, judge."""
+    given_seconds = sum(c.seconds for c in executed.cells if c.index in given)
+    phases = dict(executed.timings, given_cells=given_seconds,
+                  student_cells=executed.timings.get("cells", 0.0) - given_seconds, judge=judged)
+    return {k: round(v, 3) for k, v in phases.items()}
 
 
 def _given_cells(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:

@@ -49,7 +49,7 @@ def _recorded(graded, out: Path, key) -> dict:
     data = graded.solution(LESSON)
     book = record.Gradebook(out / "gradebook.sqlite")
     try:
-        return batch._store(out, book, Path("ada.ipynb"), data, key)
+        return batch._store(out, book, "ada", Path("ada.ipynb"), data, key)
     finally:
         book.close()
 
