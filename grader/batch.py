@@ -144,7 +144,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
     profile: list[dict[str, Any]] = []
-    cpu_before, submitted = _cpu_times(), time.time()
+    cpu_before, submitted = _cpu_times(), time.monotonic()
     try:
         for entry, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
             path = entry.paths[0]
@@ -173,7 +173,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         book.close()
         if profile:
             files.write_text(out / "profile.json", json.dumps(
-                {"jobs": jobs, "seconds": round(time.time() - submitted, 3), "cpu": _cpu_use(cpu_before, _cpu_times()),
+                {"jobs": jobs, "seconds": round(time.monotonic() - submitted, 3), "cpu": _cpu_use(cpu_before, _cpu_times()),
                  "submissions": profile}, indent=1))
     if members:
         named["missing"] = [row["student"] for row in _absent(members, set(entries))]

@@ -164,7 +164,7 @@ def prepare(lesson_id: str, options: Options) -> None:
 
 NOTEBOOK_KEY = "_executed_notebook"
 STARTED_KEY = "_started_at"
-"""Which worker graded this and when it began and ended (wall clock), for the batch's phase profile."""
+"""Which worker graded this and when it began and ended (monotonic clock), for the batch's phase profile."""
 REPORT_KEY = "_report_html"
 MARKDOWN_KEY = "_report_md"
 
@@ -177,7 +177,7 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
     """
     import traceback
 
-    started = time.time()
+    started = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the host
     notebook = None
     try:
         result = grade(path, lesson_id, options, student)
@@ -192,7 +192,7 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
     data[REPORT_KEY] = safe_report(data)
     data[MARKDOWN_KEY] = safe_report(data, markdown=True)
     data[NOTEBOOK_KEY] = notebook
-    data[STARTED_KEY] = {"pid": os.getpid(), "start": started, "end": time.time()}
+    data[STARTED_KEY] = {"pid": os.getpid(), "start": started, "end": time.monotonic()}
     if isinstance(data.get("run"), dict):
         data["run"]["timings"]["render"] = round(time.monotonic() - rendering, 3)
     return data

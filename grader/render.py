@@ -149,7 +149,7 @@ def _timeline(answer: dict[str, Any], value: list[Any]) -> dict[str, Any]:
     return {"kind": "table", "title": answer["case"], "columns": list(answer["columns"]), "rows": rows, "samples": []}
 
 
-def report_context(result: dict[str, Any]) -> dict[str, Any]:
+def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
     """Everything a report template needs, derived from the result data only.
 
     The values shown are the student's: one that cannot be drawn or tabled
@@ -184,8 +184,8 @@ def report_context(result: dict[str, Any]) -> dict[str, Any]:
             context["comparison"] = figure.comparison(result, spec)
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the comparison could not be computed from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
-        try:
-            context["figure"] = figure.svg(result, spec)
+        try:  # the Markdown report has no figure: drawing one for it would be wasted work
+            context["figure"] = figure.svg(result, spec) if draw else ""
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
     return context
@@ -228,7 +228,7 @@ def report_html(result: dict[str, Any]) -> str:
 
 def report_md(result: dict[str, Any]) -> str:
     """The evidence report of one result, as Markdown."""
-    return environment().get_template("report.md.j2").render(r=result, v=report_context(result))
+    return environment().get_template("report.md.j2").render(r=result, v=report_context(result, draw=False))
 
 
 def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = ()) -> dict[str, Any]:
