@@ -31,9 +31,6 @@ from grader import grading
 from grader import files, layouts, lessons, record, render, sign
 from grader import roster as class_list
 
-SUFFIXES = (".ipynb", ".py")
-
-
 @dataclass(frozen=True)
 class Summary:
     """What a batch did."""
@@ -147,7 +144,6 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     cpu_before, submitted = _cpu_times(), time.monotonic()
     try:
         for entry, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
-            path = entry.paths[0]
             data["submitted_as"] = _submitted_as(found.layout, entry, members)
             worker, storing = data.pop(grading.STARTED_KEY, None) or {}, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
@@ -162,7 +158,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             for key, hit in (("errors", "error" in statuses), ("timeouts", "timeout" in statuses),
                              ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
                 if hit:
-                    named[key].append(str(data.get("student") or path.stem))
+                    named[key].append(entry.student)
             if bar:
                 bar.step(entry.student, data)
     finally:
@@ -176,7 +172,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
                 {"jobs": jobs, "seconds": round(time.monotonic() - submitted, 3), "cpu": _cpu_use(cpu_before, _cpu_times()),
                  "submissions": profile}, indent=1))
     if members:
-        named["missing"] = [row["student"] for row in _absent(members, set(entries))]
+        named["missing"] = [row["student"] for row in absent]
         named["outside"] = [student for student in entries if members.find(student) is None]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(signing))

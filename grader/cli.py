@@ -8,8 +8,10 @@ and keeps its traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import click
 
 from grader import batch as batching
 from grader import grading
-from grader import files, lessons, platforms, portfolio, record, render, sign
+from grader import files, layouts, lessons, platforms, portfolio, record, render, sign
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
 from grader.sandbox import DEVICES
@@ -290,9 +292,6 @@ def build_solution_cmd(lesson_id: str) -> None:
     click.echo(str(target))
 
 
-__all__ = ["main", "SubmissionRejected"]
-
-
 @main.command("export")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(platforms.FORMATS))
 @click.argument("batch_dir", metavar="OUTDIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -315,11 +314,6 @@ def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | 
 @click.option("--lesson", "lesson_id", required=True)
 def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
     """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (always)."""
-    import json
-    import time
-
-    from grader import layouts
-
     began = time.monotonic()
     found = [p for p in sorted((root / "submission").rglob("*")) if p.is_file()
              and not any(layouts.ignorable(part) for part in p.relative_to(root / "submission").parts)]
@@ -332,3 +326,7 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
     results = platforms.gradescope_results(data, time.monotonic() - began)
     files.write_text(root / "results" / "results.json", json.dumps(results, indent=2))
     click.echo(f"{results['score']:g} points; results in {root / 'results' / 'results.json'}")
+
+
+__all__ = ["main", "SubmissionRejected"]
+

@@ -138,8 +138,9 @@ def resolved(case: Case, result: dict[str, Any], expect: dict[str, Any],
     """
     if "pending" not in expect:
         return case, expect
-    if "args" not in result:
-        return case, {"accepts": True}  # missing or not echoed: judged as missing/raised before any comparison
+    if "args" not in result:  # a missing name or a raise is judged as such; an answer without its inputs fails
+        return case, {"refused": "the answer came back without the values it was asked on"} if "value" in result \
+            else {"accepts": True}
     case = dataclasses.replace(case, args=tuple(result["args"]), shown=case.label())
     try:
         return case, expectation(case, reference)

@@ -17,6 +17,7 @@ import importlib.util
 import math
 import os
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -421,8 +422,6 @@ def reference(lesson_id: str) -> dict[str, Any]:
 
 def _outside_the_environment(folder: Path) -> None:
     """Kernels see the Python environment (read-only): solutions kept inside it would be readable by student code."""
-    import sys
-
     where = folder.resolve()
     for prefix in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}:
         if where == prefix or prefix in where.parents:

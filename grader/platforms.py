@@ -55,10 +55,11 @@ def gradescope_results(data: dict[str, Any], seconds: float = 0.0) -> dict[str, 
     if data.get("status") != "graded":
         return {"score": 0.0, "execution_time": round(seconds), "output": f"Not graded: {data.get('error')}",
                 "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
-    tests = []
+    tests, public = [], []
     for exercise in data["exercises"]:
         public_ok, public_msgs, hidden_ok, hidden_msgs = _split(exercise)
         kind = exercise.get("kind", "simulated")
+        public.append(f"{'PASS' if public_ok else 'FAIL'} {exercise['id']}" + "".join(f"\n    {m}" for m in public_msgs))
         tests.append({"name": f"{exercise['id']}: public checks ({kind})", "score": 0.0, "max_score": 0.0,
                       "status": "passed" if public_ok else "failed", "visibility": "visible",
                       "output": "\n".join(public_msgs) or "every public case passed"})
@@ -68,9 +69,10 @@ def gradescope_results(data: dict[str, Any], seconds: float = 0.0) -> dict[str, 
                       "visibility": "after_due_date",
                       "output": "\n".join(hidden_msgs) or ("every hidden case passed" if hidden_ok else
                                                            "the public checks must pass first")})
+    # Visible now: the public checks only. The score and the hidden tests wait for the due date.
     return {"score": float(sum(t["score"] for t in tests)), "execution_time": round(seconds),
-            "output": render.result_text(dict(data, mode="check")).split("\nPASS every case")[0],
-            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+            "output": "Public checks (everything else is graded and shown after the due date):\n" + "\n".join(public),
+            "visibility": "after_due_date", "stdout_visibility": "hidden", "tests": tests}
 
 
 def prairielearn_results(data: dict[str, Any]) -> dict[str, Any]:

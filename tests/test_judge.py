@@ -180,3 +180,18 @@ def test_a_hidden_input_is_shown_in_a_form_that_pastes():
     np_namespace = {"np": np, "f": lambda a, s: (a, s)}
     rebuilt, service = eval(label, np_namespace)  # noqa: S307 - the grader's own label, in a test
     assert rebuilt.shape == (41,) and np.isnan(rebuilt[-1]) and service == 1.5
+
+
+def test_a_case_on_the_students_own_values_is_judged_on_exactly_those():
+    own = lessons.case_from_spec({"call": "f", "args": [{"kernel": "x"}]}, hidden=True)
+    assert judge.expectation(own, {"f": lambda x: x * 2}) == {"pending": ("x",)}
+    reference = {"f": lambda x: x * 2 if x >= 0 else (_ for _ in ()).throw(ValueError("negative"))}
+    # the reference is asked on the echoed value (3 -> 6), and the label keeps the student's name for it
+    case, expect = judge.resolved(own, {"args": [3.0], "value": 6.0}, {"pending": ("x",)}, reference)
+    assert expect == {"value": 6.0} and case.label() == "`f(x)`"
+    # a value the reference refuses with ValueError: the contract wants a ValueError from the student too
+    assert judge.resolved(own, {"args": [-1.0], "value": 0.0}, {"pending": ("x",)}, reference)[1] == {"raises": "ValueError"}
+    # an answer that does not say what it was asked on cannot pass
+    case, expect = judge.resolved(own, {"value": 6.0}, {"pending": ("x",)}, reference)
+    verdict = judge.judge(_exercise(case), [case], Probe("ex", "ok", {"f": True}, ({"value": 6.0},)), [expect], (), None, {})
+    assert verdict.status == "failed" and "without the values" in verdict.messages[0]

@@ -278,6 +278,10 @@ def test_run_autograder_writes_valid_results_for_a_solution_a_bug_and_a_rejectio
 
     buggy = _run_autograder(bundle, tmp_path / "b", SAMPLES / "dev.ipynb")
     assert 0 <= buggy["score"] < 3.0 and any(t["status"] == "failed" for t in buggy["tests"])
+    # before the due date students see the public checks only: no hidden verdict in anything visible
+    assert buggy["visibility"] == "after_due_date" and "hidden case" not in buggy["output"]
+    assert all("hidden case" not in t["output"] for t in buggy["tests"] if t["visibility"] == "visible")
+    assert any("hidden case" in t["output"] for t in buggy["tests"] if t["visibility"] == "after_due_date")
 
     junk = tmp_path / "essay.pdf"
     junk.write_bytes(b"%PDF-1.4")
