@@ -61,8 +61,11 @@ def main(per_lesson: int, jobs: list[str], each: bool) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    each = "--each" in args
-    jobs = ["--jobs", args[args.index("--jobs") + 1]] if "--jobs" in args else []
-    numbers = [a for a in args if a.isdigit() and (not jobs or a != jobs[1])]
-    main(int(numbers[0]) if numbers else 20, jobs, each)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("per_lesson", nargs="?", type=int, default=20)
+    parser.add_argument("--jobs", type=int)
+    parser.add_argument("--each", action="store_true", help="also print every submission's row")
+    args = parser.parse_args()
+    main(args.per_lesson, ["--jobs", str(args.jobs)] if args.jobs else [], args.each)
