@@ -127,10 +127,12 @@ def _compare_panel(ax: Any, table: dict[str, Any], spec: dict[str, Any]) -> None
 
 
 def _label(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
+    """Axis labels, the title and the legend. Both are placed, not searched for: finding the emptiest corner
+    ("best") and fitting the title above the tick labels cost a sixth of the figure's drawing time."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend()
+    ax.set_title(title, y=1.0)
+    ax.legend(loc="upper left")
 
 
 def warm() -> None:
