@@ -215,7 +215,7 @@ def validate_cmd(lesson_id: str, **flags: Any) -> None:
 @click.argument("folder", type=click.Path(exists=True, path_type=Path))
 @click.option("--lesson", "lesson_id", required=True)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--jobs", type=click.IntRange(min=1), help="Parallel grading jobs (default: one per core, plus one).")
+@click.option("--jobs", type=click.IntRange(min=1), help="Parallel grading jobs (default: two per core, fewer if memory is short).")
 @click.option("--scheduler", help="Address of an existing Dask scheduler (needs the [dask] extra).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
