@@ -65,3 +65,23 @@ def write_bytes(path: str | Path, data: bytes, private: bool = False) -> Path:
 def write_text(path: str | Path, text: str, private: bool = False) -> Path:
     """Write UTF-8 text atomically."""
     return write_bytes(path, text.encode("utf-8"), private)
+
+
+def install_folder(filled: str | Path, target: str | Path) -> Path:
+    """Make a filled folder readable by everyone (0755 folders, 0644 files) and move it to `target` in one
+    rename; if another process installed it first, theirs stays and `filled` is removed."""
+    import shutil
+
+    filled, target = Path(filled), Path(target)
+    for folder, _, names in os.walk(filled):
+        os.chmod(folder, 0o755)
+        for name in names:
+            os.chmod(os.path.join(folder, name), 0o644)
+    make_dirs(target.parent)
+    try:
+        os.rename(filled, target)
+    except OSError:
+        if not target.is_dir():
+            raise
+        shutil.rmtree(filled, ignore_errors=True)
+    return target

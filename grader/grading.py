@@ -16,7 +16,7 @@ from typing import Any
 
 import nbformat
 
-from grader import judge, lessons, load, probe, render, run, sandbox, wire, zygote
+from grader import compile_cache, judge, lessons, load, probe, render, run, sandbox, wire, zygote
 from grader.errors import GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.limits import Limits
 from grader.record import INTERNAL_ERROR, GradeResult
@@ -146,14 +146,20 @@ def prepare(lesson_id: str, options: Options) -> None:
     except GraderError:
         mode = "none"
     try:
-        start = sandbox.KernelStart(options.hash_seed or 0, device_for(options), lessons.get(lesson_id).warm_imports)
+        device = device_for(options)
+        cache = compile_cache.ensure(lesson_id, device) if mode == "bwrap" else ""
+        start = sandbox.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports, cache)
     except GraderError:
         mode = "none"  # each grade then says why
     starting = zygote.start_shared(options.limits, start) if options.zygote and mode == "bwrap" else None
     lessons.get(lesson_id)
     if not options.public_only:
-        lessons.reference(lesson_id)
+        try:
+            _public_expectations(lesson_id)
+        except Exception:  # noqa: BLE001 - a reference that fails is reported by each grade, as a grader failure
+            pass
     lessons.properties(lesson_id)
+    probe.warm()
     render.warm()
     if starting is not None:
         try:
@@ -162,6 +168,8 @@ def prepare(lesson_id: str, options: Options) -> None:
             pass
 
 
+PROBES_KEY = "__probes__"
+"""The tail cell that probes every exercise, one section each."""
 NOTEBOOK_KEY = "_executed_notebook"
 STARTED_KEY = "_started_at"
 """Which worker graded this and when it began and ended (monotonic clock), for the batch's phase profile."""
@@ -263,17 +271,18 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     lesson = lessons.get(_lesson_id(lesson_id, submission))
     seed = options.seed if options.seed is not None else secrets.randbelow(2**62)
     hash_seed = hash_seed_for(options, seed)
-    start = sandbox.KernelStart(hash_seed, device_for(options), lesson.warm_imports)
     plans = _plans(lesson, seed, options.public_only)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
+    device = device_for(options)
+    start = sandbox.KernelStart(hash_seed, device, lesson.warm_imports,
+                                compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "")
     sandbox.sweep_stale()
     nonce = probe.new_nonce()
-    tail = [(plan.exercise_id, probe.cell_source(plan, nonce)) for plan in plans]
     evidence_plan = probe.ExercisePlan(probe.EVIDENCE_KEY, tuple(lesson.evidence),
                                        tuple(lessons.case_from_spec({"value": name}) for name in lesson.evidence))
-    if lesson.evidence:
-        tail.append((probe.EVIDENCE_KEY, probe.cell_source(evidence_plan, nonce)))
-    tail.append((probe.ENVIRONMENT_KEY, probe.environment_cell(nonce)))
+    probed = plans + ([evidence_plan] if lesson.evidence else [])
+    tail: list[tuple[str, Any]] = [(PROBES_KEY, probe.sectioned(probed, nonce, options.limits.probe_timeout)),
+                                   (probe.ENVIRONMENT_KEY, probe.environment_cell(nonce))]
     warm = options.zygote and report.mode == "bwrap"
     if warm:
         report = dataclasses.replace(report, mode="bwrap+zygote")
@@ -290,7 +299,10 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     verdicts = []
     for ex, plan in zip(lesson.exercises, plans):
         found = probes[ex.id]
-        cases, expectations = list(plan.cases), [judge.expectation(case, reference) for case in plan.cases]
+        public = _public_expectations(lesson.id) if reference is not None else {}
+        cases = list(plan.cases)
+        expectations = [public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
+                        else judge.expectation(case, reference) for i, case in enumerate(cases)]
         if found.status == "ok":
             pairs = [judge.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expectations)]
             cases, expectations = [c for c, _ in pairs], [e for _, e in pairs]
@@ -340,6 +352,14 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         },
         notebook=executed.notebook,
     )
+
+
+@functools.lru_cache(maxsize=None)
+def _public_expectations(lesson_id: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """The expectation of every public case, by (exercise, position): the same for every student, so a batch
+    asks the reference once (in the parent, before its workers fork) instead of once per grade."""
+    lesson, reference = lessons.get(lesson_id), lessons.reference(lesson_id)
+    return {(ex.id, i): judge.expectation(case, reference) for ex in lesson.exercises for i, case in enumerate(ex.cases)}
 
 
 def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dict[str, float]:

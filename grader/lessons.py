@@ -166,6 +166,8 @@ class Lesson:
     """The lesson's own words in its reports (`[report]`): percentile_method, measured_units, simulated_values_note."""
     warm_imports: tuple[str, ...] = ()
     """Modules a batch's warm kernel template imports once for every kernel (`warm_imports`)."""
+    compile_warmup: str = ""
+    """Code run after the lesson's given cells to fill the JAX compilation cache every kernel reads (`compile_warmup`)."""
 
     @property
     def max_score(self) -> float:
@@ -210,9 +212,13 @@ def get(lesson_id: str) -> Lesson:
     warm = tuple(str(name) for name in spec.get("warm_imports", []))
     if not all(re.fullmatch(r"[A-Za-z_][\w.]*", name) for name in warm):
         raise LessonError(f"{spec_path}: warm_imports must be module names")
+    warmup = spec.get("compile_warmup", "")
+    if not isinstance(warmup, str):
+        raise LessonError(f"{spec_path}: compile_warmup must be a string of code")
     return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises,
                   evidence=evidence, figure=dict(spec.get("figure", {})),
-                  report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm)
+                  report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm,
+                  compile_warmup=warmup)
 
 
 def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
@@ -368,6 +374,11 @@ def prompt_texts(lesson_id: str) -> frozenset[str]:
 def given_sources(lesson_id: str) -> frozenset[str]:
     """The sources (stripped) of the scaffold's code cells tagged `given`."""
     return frozenset(source.strip() for source in _tagged(scaffold(get(lesson_id)).cells, "given"))
+
+
+def given_cells_in_order(lesson_id: str) -> list[str]:
+    """The scaffold's given code cells, in notebook order."""
+    return _tagged(scaffold(get(lesson_id)).cells, "given")
 
 
 def release(lesson_id: str, out_dir: str | Path) -> Path:

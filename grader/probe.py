@@ -1,9 +1,11 @@
 """Step 3, probe: after the student's cells, call their names on the cases.
 
-One probe cell per exercise runs in the student's kernel. Its inputs travel as
-one JSON string literal decoded there, never as code; it only calls the names
-and prints one line: a per-grade nonce followed by the plain-data answers. The
-grader parses that line, capped in size; nothing in the kernel judges anything.
+One probe cell runs in the student's kernel, with one section per exercise:
+each section has its own time limit, and is left out of a second attempt if it
+kills or hangs the kernel (run.Sectioned). Its inputs travel as one JSON string
+literal decoded there, never as code; it only calls the names and prints, per
+exercise, one line: a per-grade nonce, the exercise and the plain-data answers.
+The grader parses that line, capped in size; nothing in the kernel judges anything.
 """
 
 from __future__ import annotations
@@ -15,51 +17,82 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader import run
 from grader.lessons import Case
 
 WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
 
 # The probe program. It runs inside one function so that it leaves no names
-# behind in the student's namespace; `globals()` there is the student's namespace.
-_PROGRAM = r'''
-def __grader_probe(user, request_text, wire_source):
-    import json, sys
+# behind in the student's namespace; `user` is the student's namespace. Each
+# exercise is a section: announced, bounded by its own timer, then answered on a
+# line of its own, so one round trip probes every exercise.
+_PROGRAM = r"""
+def __grader_probe(user, request_text, wire_source, seconds):
+    import json, signal, sys
     wire = {}
     exec(compile(wire_source, "<grader wire>", "exec"), wire)
     encode, decode = wire["encode"], wire["decode"]
     request = json.loads(request_text)
-    answers = {"defined": {name: name in user for name in request["needs"]}, "results": []}
-    for case in request["cases"]:
-        own = [arg["__kernel__"] for arg in case["args"] if isinstance(arg, dict) and "__kernel__" in arg]
-        absent = [name for name in [case["name"]] + own if name not in user]
-        if absent:
-            answers["results"].append({"missing": absent[0]})
-            continue
-        echo = {}
-        try:
-            args = [user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg else arg
-                    for arg in decode(case["args"])]
-            if own:  # the student's own values the case was asked on, as they were before the call
-                echo = {"args": encode(args)}
-            target = user[case["name"]]
-            if case["mode"] == "value":
-                value = target
-            else:
-                value = target(*args, **decode(case["kwargs"]))
-            answers["results"].append(dict(echo, value=encode(value)))
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
+    nonce = request["nonce"]
+
+    class Expired(BaseException):
+        pass
+
+    def expire(signum, frame):
+        raise Expired()
+
+    def say(line):
+        sys.stdout.write("\n" + nonce + line + "\n")
+        sys.stdout.flush()
+
+    def answer(section):
+        answers = {"defined": {name: name in user for name in section["needs"]}, "results": []}
+        for case in section["cases"]:
+            own = [arg["__kernel__"] for arg in case["args"] if isinstance(arg, dict) and "__kernel__" in arg]
+            absent = [name for name in [case["name"]] + own if name not in user]
+            if absent:
+                answers["results"].append({"missing": absent[0]})
+                continue
+            echo = {}
             try:
-                message = str(exc)[:300]
-            except BaseException:
-                message = "<unprintable>"
-            answers["results"].append(dict(echo, raised={"type": type(exc).__name__,
-                                                         "value_error": isinstance(exc, ValueError),
-                                                         "message": message}))
-    sys.stdout.write("\n" + request["nonce"] + json.dumps(answers) + "\n")
-    sys.stdout.flush()
-'''
+                args = [user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg else arg
+                        for arg in decode(case["args"])]
+                if own:  # the student's own values the case was asked on, as they were before the call
+                    echo = {"args": encode(args)}
+                target = user[case["name"]]
+                if case["mode"] == "value":
+                    value = target
+                else:
+                    value = target(*args, **decode(case["kwargs"]))
+                answers["results"].append(dict(echo, value=encode(value)))
+            except (KeyboardInterrupt, Expired):
+                raise
+            except BaseException as exc:
+                try:
+                    message = str(exc)[:300]
+                except BaseException:
+                    message = "<unprintable>"
+                answers["results"].append(dict(echo, raised={"type": type(exc).__name__,
+                                                             "value_error": isinstance(exc, ValueError),
+                                                             "message": message}))
+        return answers
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    try:
+        for section in request["sections"]:
+            say("begin:" + section["key"])
+            try:
+                signal.setitimer(signal.ITIMER_REAL, seconds)
+                answers = answer(section)
+            except (KeyboardInterrupt, Expired):
+                answers = {"timeout": True}
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            say("answer:" + section["key"] + ":" + json.dumps(answers))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+"""
 
 
 @dataclass(frozen=True)
@@ -96,16 +129,30 @@ def new_nonce() -> str:
     return "@@grader-probe-" + secrets.token_hex(8) + "@@"
 
 
-def cell_source(plan: ExercisePlan, nonce: str) -> str:
-    """The probe cell for one exercise: fixed code plus one JSON string literal."""
-    request = {"nonce": nonce, "needs": list(plan.needs), "cases": [case.request() for case in plan.cases]}
+_PROGRAM_LITERAL = json.dumps(_PROGRAM)
+_WIRE_LITERAL = json.dumps(WIRE_SOURCE)
+
+
+def cell_source(plans: list[ExercisePlan] | tuple[ExercisePlan, ...], nonce: str, seconds: float) -> str:
+    """The probe cell for these exercises: one line whose program, wire code and request are string literals.
+
+    IPython tokenizes every cell before it runs it; a string literal is one
+    token, so the cell costs the kernel little more than a bare call would.
+    The program is compiled into a fresh namespace of its own: no name is left
+    in the student's. Each exercise may take `seconds`.
+    """
+    request = {"nonce": nonce, "sections": [{"key": plan.exercise_id, "needs": list(plan.needs),
+                                             "cases": [case.request() for case in plan.cases]} for plan in plans]}
     request_literal = json.dumps(json.dumps(request, allow_nan=True))
-    wire_literal = json.dumps(WIRE_SOURCE)
-    return (
-        _PROGRAM
-        + f"__grader_probe(globals(), {request_literal}, {wire_literal})\n"
-        + "del __grader_probe\n"
-    )
+    return (f"(lambda space: exec(compile({_PROGRAM_LITERAL}, '<grader probe>', 'exec'), space) "
+            f"or space['__grader_probe'])({{}})(globals(), {request_literal}, {_WIRE_LITERAL}, {float(seconds)!r})\n")
+
+
+def sectioned(plans: list[ExercisePlan], nonce: str, seconds: float) -> run.Sectioned:
+    """Every exercise's probe as one tail cell; an exercise that kills or hangs the kernel is left out on retry."""
+    by_key = {plan.exercise_id: plan for plan in plans}
+    return run.Sectioned(tuple(by_key), lambda keys: cell_source([by_key[k] for k in keys], nonce, seconds),
+                         nonce, seconds)
 
 
 def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: int) -> Probe:
@@ -114,16 +161,19 @@ def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: 
     if status in ("timeout", "died", "skipped"):
         return Probe(plan.exercise_id, status, detail=outcome.get("detail", ""))
     text = outcome.get("stdout", "")
-    line = next((ln for ln in reversed(text.splitlines()) if ln.startswith(nonce)), None)
+    prefix = f"{nonce}answer:{plan.exercise_id}:"
+    line = next((ln for ln in reversed(text.splitlines()) if ln.startswith(prefix)), None)
     if line is None:
         why = outcome.get("error") or "the probe printed no answer (was sys.stdout replaced?)"
         return Probe(plan.exercise_id, "unreadable", detail=why)
-    if len(line) > max_bytes:
+    if len(line) - len(prefix) > max_bytes:
         return Probe(plan.exercise_id, "unreadable", detail=f"the answers were larger than {max_bytes} bytes")
     try:
-        data = json.loads(line[len(nonce):])
+        data = json.loads(line[len(prefix):])
     except (ValueError, RecursionError):
         return Probe(plan.exercise_id, "unreadable", detail="the probe's answer could not be parsed")
+    if data == {"timeout": True}:
+        return Probe(plan.exercise_id, "timeout", detail="timed out")
     problem = answer_problem(data)
     if problem:
         return Probe(plan.exercise_id, "unreadable", detail=f"the probe's answer was not plain data ({problem})")
@@ -195,12 +245,36 @@ def _validator() -> Any:
     return jsonschema.Draft202012Validator(ANSWER_SCHEMA)
 
 
+@functools.lru_cache(maxsize=1)
+def _fast_check() -> Any:
+    """The same schema compiled to plain Python code (fastjsonschema): six times faster on a good answer."""
+    import fastjsonschema
+
+    return fastjsonschema.compile(ANSWER_SCHEMA)
+
+
+def warm() -> None:
+    """Compile the answer checks now (a batch parent does this once, before forking)."""
+    _fast_check()
+    _validator()
+
+
 def answer_problem(data: Any) -> str:
-    """Why a probe answer is not the plain data the judge reads ("" when it is)."""
+    """Why a probe answer is not the plain data the judge reads ("" when it is).
+
+    A good answer passes the compiled check quickly; one it refuses is
+    checked again by jsonschema, which names what is wrong.
+    """
+    import fastjsonschema
     import jsonschema
 
     if _depth(data) > MAX_ANSWER_DEPTH:
         return f"nested deeper than {MAX_ANSWER_DEPTH} levels"
+    try:
+        _fast_check()(data)
+        return ""
+    except fastjsonschema.JsonSchemaException:
+        pass
     error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if error is None:
         return ""

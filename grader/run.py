@@ -77,6 +77,36 @@ class Executed:
     """Seconds spent starting kernels, in cells and in probes."""
 
 
+@dataclass(frozen=True)
+class Sectioned:
+    """One tail cell that runs several sections in turn (one round trip for all of them).
+
+    The cell prints `<marker>begin:<key>` before each section and
+    `<marker>answer:<key>:<payload>` after it, and bounds each section's time
+    itself. If the kernel dies or hangs in a section, that section is left out
+    of the next attempt, as a cell of its own would be.
+    """
+
+    sections: tuple[str, ...]
+    """Section keys, in the order the cell runs them."""
+    build: Callable[[tuple[str, ...]], str]
+    """The cell's source for these sections."""
+    marker: str
+    """The per-run nonce that starts every marker line."""
+    seconds_each: float
+    """Each section's time limit (the cell's own limit is their sum)."""
+
+    def progress(self, text: str) -> tuple[list[str], set[str]]:
+        """(sections begun, in order; sections answered) in the cell's output so far."""
+        begun, answered = [], set()
+        for line in text.splitlines():
+            if line.startswith(self.marker + "begin:"):
+                begun.append(line[len(self.marker) + 6:])
+            elif line.startswith(self.marker + "answer:"):
+                answered.add(line[len(self.marker) + 7:].split(":", 1)[0])
+        return begun, answered
+
+
 class _Stuck(Exception):
     """The kernel did not answer an interrupt after a timeout."""
 
@@ -106,6 +136,7 @@ class _Client(NotebookClient):
         self.cell_chars: dict[int, int] = {}
         self.total_chars = 0
         self.truncated: set[int] = set()
+        self.caps: dict[int, int] = {}
 
     def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int) -> Any:
         if msg["msg_type"] == "error":  # kept always, but as short as any other output
@@ -114,7 +145,7 @@ class _Client(NotebookClient):
         size = len(str(content.get("text", ""))) + sum(len(str(v)) for v in (content.get("data") or {}).values())
         size += sum(len(line) for line in content.get("traceback", []) or [])
         probe = cell_index >= self.student_cells
-        cell_cap = self.limits.probe_payload_bytes + 4096 if probe else self.limits.cell_output_chars
+        cell_cap = self.caps.get(cell_index, self.limits.probe_payload_bytes + 4096) if probe else self.limits.cell_output_chars
         used = self.cell_chars.get(cell_index, 0) + size
         over_total = not probe and self.total_chars + size > self.limits.notebook_output_chars
         if msg["msg_type"] != "error" and (used > cell_cap or over_total):
@@ -203,6 +234,30 @@ def _plain_traceback(lines: list[str]) -> str:
     return text if len(text) <= TRACEBACK_CHARS else text[: TRACEBACK_CHARS // 2] + "\n...\n" + text[-TRACEBACK_CHARS // 2:]
 
 
+def _stdout(cell: Any) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+                   and o.get("name") == "stdout")
+
+
+def _sections_stopped(result: "_Attempt", entry: tuple[Sectioned, tuple[str, ...]], text: str, status: str,
+                      why: str, fired: bool) -> str:
+    """A sectioned cell ended with its kernel dead or stuck: answered sections keep their answers, the section
+    that was running takes the blame (returned), and the rest did not run."""
+    source, keep = entry
+    begun, answered = source.progress(text)
+    running = next((s for s in reversed(begun) if s not in answered and s in keep), None)
+    running = running or next((s for s in keep if s not in answered), keep[0])
+    for section in keep:
+        if section in answered:
+            result.tail[section] = {"status": "ok", "stdout": text, "error": "", "detail": ""}
+        elif section == running:
+            result.tail[section] = {"status": status, "detail": why}
+        else:
+            result.tail[section] = {"status": "timeout" if fired else "skipped",
+                                    "detail": "the notebook ran past its time limit" if fired else "the kernel stopped"}
+    return running
+
+
 @dataclass
 class _Attempt:
     cells: dict[int, CellRun] = field(default_factory=dict)
@@ -218,12 +273,14 @@ class _Attempt:
 
 def execute(
     notebook: Any,
-    tail: list[tuple[str, str]],
+    tail: list[tuple[str, str | Sectioned]],
     limits: Limits,
     make_kernel: Callable[[], _SandboxKernelManager],
     given: frozenset[int] = frozenset(),
 ) -> Executed:
     """Run the notebook's cells, then each (key, source) tail cell, in a fresh kernel.
+
+    A tail cell's source may be `Sectioned`: its outcomes are then reported per section key.
 
     `given` holds the indices of cells that are the lesson's own given code,
     unchanged: they get `limits.given_cell_timeout`.
@@ -246,7 +303,7 @@ def cell_budgets(notebook: Any, limits: Limits, given: frozenset[int]) -> dict[i
     return budgets
 
 
-async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
+async def _execute(notebook: Any, tail: list[tuple[str, str | Sectioned]], limits: Limits,
                    make_kernel: Callable[[], _SandboxKernelManager], budgets: dict[int, float]) -> Executed:
     began = time.monotonic()
     deadline = began + limits.notebook_timeout
@@ -283,18 +340,30 @@ async def _execute(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
                     deadline_hit=attempt.deadline_hit, timings=timings)
 
 
-async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limits,
+async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], limits: Limits,
                        make_kernel: Callable[[], _SandboxKernelManager],
                        skip_cells: dict[int, str], skip_tail: dict[str, str], deadline: float,
                        budgets: dict[int, float]) -> _Attempt:
     result = _Attempt()
     nb = copy.deepcopy(notebook)
     n_student = len(nb.cells)
+    tail_index: dict[int, str] = {}
+    sectioned: dict[int, tuple[Sectioned, tuple[str, ...]]] = {}
     for key, source in tail:
+        if isinstance(source, Sectioned):
+            for section in source.sections:
+                if section in skip_tail:
+                    result.tail[section] = {"status": skip_tail[section], "detail": "left out after it "
+                                            + ("hung" if skip_tail[section] == "timeout" else "killed the kernel")}
+            keep = tuple(section for section in source.sections if section not in skip_tail)
+            if not keep:
+                continue
+            sectioned[len(nb.cells)] = (source, keep)
+            source = source.build(keep)
         cell = nbformat.v4.new_code_cell(source)
         cell["id"] = f"grader-probe-{len(nb.cells)}"
+        tail_index[len(nb.cells)] = key
         nb.cells.append(cell)
-    tail_index = {n_student + i: key for i, (key, _) in enumerate(tail)}
     km = make_kernel()
     km.client_class = "grader.run._BoundedKernelClient"
     _BoundedKernelClient.max_message_bytes = limits.max_message_bytes
@@ -302,6 +371,8 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                      interrupt_on_timeout=True, timeout=whole_seconds(limits.cell_timeout),
                      startup_timeout=whole_seconds(limits.startup_timeout), iopub_timeout=4,
                      shutdown_kernel="immediate", record_timing=False, kernel_name="python3")
+    for index, (_, keep) in sectioned.items():
+        client.caps[index] = (limits.probe_payload_bytes + 4096) * len(keep)
     watchdog: asyncio.Task[None] | None = None
     monitors: list[asyncio.Task[None]] = []
     state: dict[str, Any] = {"fired": False, "flood": False}
@@ -313,11 +384,13 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
 
     def _finish_rest(start: int, status: str, why: str) -> None:
         for j in range(start, len(nb.cells)):
+            keys = sectioned[j][1] if j in sectioned else (tail_index.get(j),)
             if j < n_student:
                 result.cells.setdefault(j, CellRun(j, nb.cells[j]["id"], status))
             else:
-                result.tail.setdefault(tail_index[j], {"status": "timeout" if status == "timeout" else "skipped",
-                                                       "detail": why})
+                for key in keys:
+                    result.tail.setdefault(key, {"status": "timeout" if status == "timeout" else "skipped",
+                                                 "detail": why})
 
     try:
         started = time.monotonic()
@@ -344,7 +417,10 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                     result.tail[key] = {"status": skip_tail[key], "detail": "left out after it "
                                         + ("hung" if skip_tail[key] == "timeout" else "killed the kernel")}
                     continue
-                client.timeout = whole_seconds(limits.probe_timeout if is_tail else budgets.get(index, limits.cell_timeout))
+                if index in sectioned:
+                    client.timeout = whole_seconds(sectioned[index][0].seconds_each * len(sectioned[index][1]) + 1)
+                else:
+                    client.timeout = whole_seconds(limits.probe_timeout if is_tail else budgets.get(index, limits.cell_timeout))
                 client._current_index = index
                 t0 = time.monotonic()
                 try:
@@ -358,7 +434,10 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                     status = "timeout" if timed else "died"
                     why = (f"flooded its output (a message over {limits.max_message_bytes // 2**20} MiB); the kernel was stopped"
                            if flood else "the kernel died while running this cell")
-                    if is_tail:
+                    if index in sectioned:
+                        key = _sections_stopped(result, sectioned[index], _stdout(cell), status,
+                                                why if not timed else "timed out", state["fired"])
+                    elif is_tail:
                         result.tail[key] = {"status": status, "detail": why if not timed else "timed out"}
                     else:
                         result.cells[index] = CellRun(index, cell["id"], "timeout" if timed else "dropped",
@@ -373,11 +452,19 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str]], limits: Limit
                 elapsed = time.monotonic() - t0
                 if is_tail:
                     result.probe_seconds += elapsed
-                    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+                    text = _stdout(cell)
                     reply = client.replies.get(index, {})
                     status = "timeout" if index in client.timed_out else "ok"
                     error = f"{reply.get('ename')}: {reply.get('evalue')}" if reply.get("status") == "error" else ""
-                    result.tail[key] = {"status": status, "stdout": text, "error": error, "detail": "timed out" if status == "timeout" else ""}
+                    if index in sectioned:
+                        _, answered = sectioned[index][0].progress(text)
+                        for section in sectioned[index][1]:
+                            late = status if section not in answered else "ok"
+                            result.tail[section] = {"status": late, "stdout": text, "error": error,
+                                                    "detail": "timed out" if late == "timeout" else ""}
+                    else:
+                        result.tail[key] = {"status": status, "stdout": text, "error": error,
+                                            "detail": "timed out" if status == "timeout" else ""}
                 else:
                     result.cell_seconds += elapsed
                     reply = client.replies.get(index, {})

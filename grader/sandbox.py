@@ -285,6 +285,13 @@ class KernelStart:
     """A key of DEVICES."""
     warm_imports: tuple[str, ...] = ()
     """Modules a zygote imports before it forks kernels (the lesson's `warm_imports`)."""
+    compile_cache: str = ""
+    """A filled JAX compilation cache on the host (see compile_cache), bound read-only at COMPILE_CACHE_TARGET;
+    only bubblewrap sandboxes get one."""
+
+
+COMPILE_CACHE_TARGET = "/var/cache/grader-compile"
+"""Where a kernel sees the compilation cache: read-only, outside the /tmp each kernel gets afresh."""
 
 
 def device_files(device: str) -> list[str]:
@@ -315,7 +322,17 @@ def kernel_env(scratch: Path, start: KernelStart | None = None) -> dict[str, str
     }
     if not env["JAX_PLATFORMS"]:
         del env["JAX_PLATFORMS"]  # auto: JAX uses whatever it finds
+    if start.compile_cache:
+        env.update(compile_cache_env(COMPILE_CACHE_TARGET, writer=False))
     return env
+
+
+def compile_cache_env(folder: str, writer: bool) -> dict[str, str]:
+    """JAX settings for a compilation cache in `folder`. A reader never writes (its threshold is never reached);
+    the writer keeps every compile. No XLA side caches: their paths would enter the cache key."""
+    return {"JAX_COMPILATION_CACHE_DIR": folder,
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0" if writer else "1e9",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1", "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none"}
 
 
 def python() -> str:
@@ -328,7 +345,7 @@ def _parents(path: Path) -> list[str]:
 
 
 def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootless: bool, keep_caps: bool,
-                devices: list[str] = ()) -> list[str]:
+                devices: list[str] = (), readonly: dict[str, str] | None = None) -> list[str]:
     """The read-only whitelist every kernel sees, plus `writable` dirs bound at their own paths.
 
     Every sandbox starts a new session (no controlling terminal: nothing can
@@ -364,7 +381,8 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootle
              "--perms", "1777", "--size", str(256 * 1024**2), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(64 * 1024**2), "--tmpfs", "/dev/shm"]
     made: set[str] = {"/tmp", "/etc", "/usr", "/dev", "/proc"}
-    for target in (base, venv, *writable):
+    readonly = readonly or {}
+    for target in (base, venv, *writable, *map(Path, readonly.values())):
         for parent in _parents(target):
             if parent not in made and not parent.startswith("/usr"):
                 argv += ["--perms", "0755", "--dir", parent]
@@ -375,6 +393,8 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootle
         argv += ["--ro-bind", str(venv), str(venv)]
     for folder in writable:
         argv += ["--bind", str(folder), str(folder)]
+    for source, target in readonly.items():
+        argv += ["--ro-bind", source, target]
     # The root and the folders made on it (/etc, the parents of the binds) are read-only: as a normal user
     # they belong to the sandbox's own user, and a zygote's are shared by every kernel it forks.
     argv += ["--remount-ro", "/", "--chdir", str(workdir), "--clearenv"]
@@ -412,7 +432,7 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxRepor
     """
     start = start or KernelStart()
     argv = _bwrap_base([rundir, scratch], scratch, kernel_env(scratch, start), rootless=report.rootless,
-                       keep_caps=False, devices=device_files(start.device))
+                       keep_caps=False, devices=device_files(start.device), readonly=_cache_bind(start))
     if report.rootless:
         return argv + ["--disable-userns", "--"] + _prlimit(limits)
     argv += ["--", *_setpriv()]
@@ -432,7 +452,11 @@ def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool, start: KernelS
     start = start or KernelStart()
     env = dict(kernel_env(Path("/tmp"), start), PYDEVD_DISABLE_FILE_VALIDATION="1")
     return _bwrap_base([root / "run", root / "scratch", home], Path("/tmp"), env, rootless=rootless,
-                       keep_caps=True, devices=device_files(start.device)) + ["--"]
+                       keep_caps=True, devices=device_files(start.device), readonly=_cache_bind(start)) + ["--"]
+
+
+def _cache_bind(start: KernelStart) -> dict[str, str]:
+    return {start.compile_cache: COMPILE_CACHE_TARGET} if start.compile_cache else {}
 
 
 def kernel_manager(report: SandboxReport, limits: Limits, start: KernelStart | None = None,

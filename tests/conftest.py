@@ -7,6 +7,7 @@ once per session and the result shared by the tests that look at it.
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -87,6 +88,13 @@ class Graded:
             target.parent.mkdir(parents=True, exist_ok=True)
             write(lessons.solution_notebook(lessons.get(lesson_id)), target)
         return self.file(target, lesson_id)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Batches in the tests fill the lessons' compilation caches in a folder of the session's own, never the
+    user's (the first capacity batch fills it; later ones read it)."""
+    os.environ["GRADER_CACHE"] = str(tmp_path_factory.mktemp("grader-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import ast
 import json
 import math
 
-from grader import lessons, probe, wire
+from grader import lessons, probe, run, wire
 
 
 def _plan():
@@ -16,13 +16,16 @@ def _plan():
 
 
 def test_probe_cell_carries_inputs_as_a_json_string_literal():
-    source = probe.cell_source(_plan(), "@@n@@")
+    source = probe.cell_source([_plan()], "@@n@@", 5)
     tree = ast.parse(source)
-    call = tree.body[-2].value
+    assert len(tree.body) == 1  # one line: the program, the request and the wire code are string literals
+    call = tree.body[0].value
+    assert ast.unparse(call.args[0]) == "globals()"
     literal = ast.literal_eval(call.args[1])
     request = json.loads(literal)
-    assert request["cases"][0]["args"][1] == math.inf
-    assert math.isnan(request["cases"][0]["args"][0]["__array__"][1])
+    assert request["sections"][0]["key"] == "ex"
+    assert request["sections"][0]["cases"][0]["args"][1] == math.inf
+    assert math.isnan(request["sections"][0]["cases"][0]["args"][0]["__array__"][1])
 
 
 def test_probe_runs_against_a_namespace_and_is_parsed():
@@ -31,8 +34,10 @@ def test_probe_runs_against_a_namespace_and_is_parsed():
 
     user = {"f": lambda a, s: [float(v) * 2 for v in a], "x": (1, 2)}
     buffer = io.StringIO()
+    namespace = {"user": user}
     with contextlib.redirect_stdout(buffer):
-        exec(probe.cell_source(_plan(), "@@n@@").replace("globals()", "user"), {"user": user})
+        exec(probe.cell_source([_plan()], "@@n@@", 5).replace("globals()", "user"), namespace)
+    assert set(namespace) == {"user", "__builtins__"} and set(user) == {"f", "x"}  # the probe leaves no names behind
     outcome = probe.collect(_plan(), {"status": "ok", "stdout": "noise\n" + buffer.getvalue()}, "@@n@@", 10**6)
     assert outcome.status == "ok" and outcome.defined == {"f": True, "x": True}
     assert outcome.results[1] == {"value": [1, 2]}
@@ -42,9 +47,11 @@ def test_probe_runs_against_a_namespace_and_is_parsed():
 def test_unreadable_and_oversized_answers():
     plan = _plan()
     assert probe.collect(plan, {"status": "ok", "stdout": "nothing"}, "@@n@@", 100).status == "unreadable"
-    big = "@@n@@" + json.dumps({"defined": {}, "results": [{"value": "x" * 500}, {"value": 1}]})
+    big = "@@n@@answer:ex:" + json.dumps({"defined": {}, "results": [{"value": "x" * 500}, {"value": 1}]})
     assert probe.collect(plan, {"status": "ok", "stdout": big}, "@@n@@", 100).status == "unreadable"
-    wrong = "@@n@@" + json.dumps({"defined": {}, "results": []})
+    other = "@@n@@answer:other:" + json.dumps({"defined": {}, "results": [{"value": 1}, {"value": 1}]})
+    assert probe.collect(plan, {"status": "ok", "stdout": other}, "@@n@@", 10**6).status == "unreadable"
+    wrong = "@@n@@answer:ex:" + json.dumps({"defined": {}, "results": []})
     assert probe.collect(plan, {"status": "ok", "stdout": wrong}, "@@n@@", 10**6).status == "unreadable"
     assert probe.collect(plan, {"status": "timeout"}, "@@n@@", 100).status == "timeout"
 
@@ -65,7 +72,7 @@ def test_wire_encodes_hostile_objects_without_raising():
 
 
 def _answer_line(nonce, text):
-    return {"status": "ok", "stdout": "noise\n" + nonce + text + "\n"}
+    return {"status": "ok", "stdout": "noise\n" + nonce + "answer:ex:" + text + "\n"}
 
 
 def test_forged_answers_are_unreadable_with_a_reason_never_a_crash():
@@ -108,3 +115,38 @@ def test_the_kernel_cannot_rewrite_the_graders_environment_facts():
     got = probe.collect_environment({"stdout": line}, "@@n@@")
     assert got["kernel_python"] == "3.11" and "graded_at" not in got and "jobs_at_once" not in got
     assert len(got["jax_devices"]) == 16
+
+
+def _run_sections(user, plans, seconds):
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        exec(probe.cell_source(plans, "@@n@@", seconds).replace("globals()", "user"), {"user": user})
+    return buffer.getvalue()
+
+
+def test_each_exercise_has_its_own_time_limit_and_the_next_one_still_runs():
+    import time
+
+    def slow(*args):
+        while True:
+            time.sleep(0.05)
+
+    first = probe.ExercisePlan("slow", ("f",), (lessons.case_from_spec({"call": "f", "args": [1]}),))
+    second = probe.ExercisePlan("quick", ("g",), (lessons.case_from_spec({"call": "g", "args": [2]}),))
+    began = time.monotonic()
+    text = _run_sections({"f": slow, "g": lambda v: v * 21}, [first, second], 0.3)
+    assert time.monotonic() - began < 5
+    assert probe.collect(first, {"status": "ok", "stdout": text}, "@@n@@", 10**6).status == "timeout"
+    quick = probe.collect(second, {"status": "ok", "stdout": text}, "@@n@@", 10**6)
+    assert quick.status == "ok" and quick.results == ({"value": 42},)
+    sections = run.Sectioned(("slow", "quick"), lambda keys: "", "@@n@@", 0.3)
+    assert sections.progress(text) == (["slow", "quick"], {"slow", "quick"})
+
+
+def test_progress_names_the_section_that_was_running_when_the_kernel_stopped():
+    sections = run.Sectioned(("a", "b", "c"), lambda keys: "", "@@n@@", 1)
+    text = "x\n@@n@@begin:a\n@@n@@answer:a:{}\nstudent noise\n@@n@@begin:b\nmore noise"
+    assert sections.progress(text) == (["a", "b"], {"a"})

@@ -338,3 +338,52 @@ def test_a_kernel_cannot_type_into_the_terminal_of_grade(tmp_path):
                             "/dev/null"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stdout[-2000:]
     assert "9 / 9" in shown.stdout and mark not in shown.stdout
+
+
+@pytest.fixture(scope="module")
+def filled_cache(tmp_path_factory):
+    """The lesson's compilation cache, filled once into a folder of this test module's own."""
+    from grader import compile_cache
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("GRADER_CACHE", str(tmp_path_factory.mktemp("grader-cache")))
+    compile_cache.folder_for.cache_clear()
+    try:
+        yield compile_cache.ensure(LESSON, "cpu")
+    finally:
+        patch.undo()
+        compile_cache.folder_for.cache_clear()
+
+
+@both
+def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, make_notebook, warm):
+    import nbformat
+
+    from grader import run, zygote
+
+    assert filled_cache and any(Path(filled_cache).iterdir())
+    before = sorted(p.name for p in Path(filled_cache).iterdir())
+    given = lessons.given_cells_in_order(LESSON)
+    probe = (
+        "import os, jax.monitoring\n"
+        "events = []\n"
+        "jax.monitoring.register_event_listener(lambda event, **kw: events.append(event))\n"
+        "infer(np.zeros((13, 64), np.float32)).block_until_ready()\n"
+        "print('hit' if '/jax/compilation_cache/cache_hits' in events else 'miss')\n"
+        f"folder = {sandbox.COMPILE_CACHE_TARGET!r}\n"
+        "for attempt in ('open(folder + \"/planted-cache\", \"wb\")', 'os.remove(folder + \"/\" + os.listdir(folder)[0])',\n"
+        "                'os.chmod(folder, 0o777)'):\n"
+        "    try:\n"
+        "        eval(attempt)\n"
+        "        print('done')\n"
+        "    except OSError as err:\n"
+        "        print('refused', err.errno)\n")
+    notebook = nbformat.read(str(make_notebook(*given, probe)), 4)
+    start = sandbox.KernelStart(device="cpu", warm_imports=("numpy", "jax", "jax.numpy"), compile_cache=filled_cache)
+    report = sandbox.plan(FAST)
+    make = (lambda: zygote.kernel_manager(report, FAST, start)) if warm else (lambda: sandbox.kernel_manager(report, FAST, start))
+    done = run.execute(notebook, [], FAST, make)
+    lines = "".join(o.get("text", "") for o in done.notebook.cells[-1].get("outputs", [])).split()
+    assert lines[0] == "hit"                          # the shape was compiled once, before any kernel ran
+    assert lines[1:] == ["refused", "30"] * 3          # EROFS: nothing can be added, removed or opened up
+    assert sorted(p.name for p in Path(filled_cache).iterdir()) == before
