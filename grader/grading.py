@@ -71,6 +71,13 @@ def hash_seed_for(options: Options, seed: int) -> int:
 
 def environment(jobs_at_once: int) -> dict[str, Any]:
     """Where and when this grade ran (the kernel uses the same environment)."""
+    return dict(_host(), graded_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                jobs_at_once=jobs_at_once)
+
+
+@functools.lru_cache(maxsize=1)
+def _host() -> dict[str, Any]:
+    """The host's facts, read once per process (installed versions, processor, memory, OS)."""
     def version(name: str) -> str | None:
         try:
             return metadata.version(name)
@@ -91,8 +98,6 @@ def environment(jobs_at_once: int) -> dict[str, Any]:
         "grader": version("inference-grader"), "grader_commit": _commit(),
         "os": f"{platform.system()} {platform.release()}", "os_release": _os_release(),
         "machine": platform.machine(), "cpu_model": cpu, "cpu_count": os.cpu_count(), "memory_bytes": _memory(),
-        "graded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "jobs_at_once": jobs_at_once,
     }
 
 
@@ -136,10 +141,12 @@ def rejected(path: str | Path, reason: str, lesson: str | None = None, student: 
 def prepare(lesson_id: str, options: Options) -> None:
     """Do once what every grade of a batch would otherwise repeat in each worker.
 
-    Starts the shared zygote in the background, and meanwhile loads the
-    reference and the checks and imports the report code; worker processes
-    forked afterwards inherit all of it. Nothing here is required: a worker
-    does whatever is missing itself.
+    Fills the lesson's compilation cache if this machine has none yet, starts
+    the shared zygote in the background, and meanwhile asks the reference for
+    every public case, loads the checks, compiles the JSON shape checks, reads
+    the host's facts and imports the report code; worker processes forked
+    afterwards inherit all of it. Nothing here is required: a worker does
+    whatever is missing itself.
     """
     try:
         mode = sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode
@@ -160,6 +167,8 @@ def prepare(lesson_id: str, options: Options) -> None:
             pass
     lessons.properties(lesson_id)
     probe.warm()
+    load.warm()
+    _host()
     render.warm()
     if starting is not None:
         try:

@@ -20,6 +20,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbformat.v4.rwbase import rejoin_lines, strip_transient
 
+from grader import shapes
 from grader.errors import SubmissionRejected
 
 MAX_BYTES = 20 * 1024 * 1024
@@ -165,11 +166,17 @@ _SHAPE = {
 }
 
 
+_NOTEBOOK_SHAPE = shapes.Shape(_SHAPE, draft="7")
+
+
+def warm() -> None:
+    """Compile the notebook shape check now (a batch parent does this once, before forking)."""
+    _NOTEBOOK_SHAPE.warm()
+
+
 def _check_shape(name: str, data: dict[str, Any]) -> None:
     """Reject, with the place named, a notebook whose fields have types no editor writes."""
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(_SHAPE).iter_errors(data))
+    error = _NOTEBOOK_SHAPE.first_error(data)
     if error is None:
         return
     path = list(error.absolute_path)

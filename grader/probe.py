@@ -10,14 +10,13 @@ The grader parses that line, capped in size; nothing in the kernel judges anythi
 
 from __future__ import annotations
 
-import functools
 import json
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import run
+from grader import run, shapes
 from grader.lessons import Case
 
 WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
@@ -238,44 +237,19 @@ def _depth(data: Any) -> int:
     return deepest
 
 
-@functools.lru_cache(maxsize=1)
-def _validator() -> Any:
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(ANSWER_SCHEMA)
-
-
-@functools.lru_cache(maxsize=1)
-def _fast_check() -> Any:
-    """The same schema compiled to plain Python code (fastjsonschema): six times faster on a good answer."""
-    import fastjsonschema
-
-    return fastjsonschema.compile(ANSWER_SCHEMA)
+_ANSWER = shapes.Shape(ANSWER_SCHEMA)
 
 
 def warm() -> None:
     """Compile the answer checks now (a batch parent does this once, before forking)."""
-    _fast_check()
-    _validator()
+    _ANSWER.warm()
 
 
 def answer_problem(data: Any) -> str:
-    """Why a probe answer is not the plain data the judge reads ("" when it is).
-
-    A good answer passes the compiled check quickly; one it refuses is
-    checked again by jsonschema, which names what is wrong.
-    """
-    import fastjsonschema
-    import jsonschema
-
+    """Why a probe answer is not the plain data the judge reads ("" when it is)."""
     if _depth(data) > MAX_ANSWER_DEPTH:
         return f"nested deeper than {MAX_ANSWER_DEPTH} levels"
-    try:
-        _fast_check()(data)
-        return ""
-    except fastjsonschema.JsonSchemaException:
-        pass
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    error = _ANSWER.first_error(data)
     if error is None:
         return ""
     where = "/".join(map(str, error.absolute_path)) or "top level"
