@@ -126,12 +126,14 @@ class _BoundedKernelClient(AsyncKernelClient):
 
         deadline = time.monotonic() + (timeout if timeout is not None else math.inf)
         while True:
-            asked = self.kernel_info()
+            # Any kernel_info reply will do, as in jupyter_client: a slow kernel answers an earlier request
+            # after the next one is sent, and waiting for the latest one's answer would never catch up.
+            self.kernel_info()
             try:
                 reply = await self.shell_channel.get_msg(timeout=1)
             except Empty:
                 reply = None
-            if reply and reply["msg_type"] == "kernel_info_reply" and reply["parent_header"].get("msg_id") == asked:
+            if reply and reply["msg_type"] == "kernel_info_reply":
                 try:
                     await self.iopub_channel.get_msg(timeout=0.2)  # IOPub is connected: something came through
                 except Empty:
