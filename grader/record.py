@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,9 +123,13 @@ class Gradebook:
 
     def rows(self, lesson: str | None = None) -> Iterator[dict[str, Any]]:
         """Every stored result, oldest first."""
-        query = "SELECT result_json FROM grades" + (" WHERE lesson=?" if lesson else "") + " ORDER BY graded_at, rowid"
-        for (text,) in self.db.execute(query, (lesson,) if lesson else ()):
-            yield json.loads(text)
+        # Sort the row ids only, then read each result: sorting the results themselves made SQLite hold every
+        # one of them at once (a class of 1,000 capacity results is about 30 MB of JSON).
+        query = "SELECT rowid FROM grades" + (" WHERE lesson=?" if lesson else "") + " ORDER BY graded_at, rowid"
+        ids = [rowid for (rowid,) in self.db.execute(query, (lesson,) if lesson else ())]
+        for rowid in ids:
+            for (text,) in self.db.execute("SELECT result_json FROM grades WHERE rowid=?", (rowid,)):
+                yield json.loads(text)
 
     def latest(self, lesson: str | None = None) -> list[dict[str, Any]]:
         """The latest result per (lesson, student), trimmed to what the CSV and dashboard read.
@@ -158,9 +163,17 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     arrived = data.get("submitted_as") if isinstance(data.get("submitted_as"), dict) else {}
     keep.update(name=arrived.get("name") or "", late=bool(arrived.get("late")), on_roster=arrived.get("on_roster"),
                 section=arrived.get("section") or "")
-    keep["exercises"] = [{"id": e["id"], "status": e["status"], "score": e["score"], "kind": e.get("kind"),
-                          "messages": list(e.get("messages", []))[:2]} for e in data.get("exercises", [])]
+    # The dashboard reads the first message of an exercise that did not pass, and nothing else of the messages;
+    # ids, statuses and kinds repeat in every row, so each is kept once (interned).
+    keep["exercises"] = [{"id": _once(e["id"]), "status": _once(e["status"]), "score": e["score"],
+                          "kind": _once(e.get("kind")),
+                          "messages": list(e.get("messages") or [])[:1] if e["status"] != "passed" else []}
+                         for e in data.get("exercises", [])]
     return keep
+
+
+def _once(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) else value
 
 
 def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path,

@@ -34,6 +34,19 @@ def test_gradebook_keeps_one_row_per_digest_and_the_latest_per_student(tmp_path)
     book.close()
 
 
+def test_rows_come_oldest_first_and_summaries_keep_only_what_the_dashboard_reads(tmp_path):
+    book = record.Gradebook(tmp_path / "g.sqlite")
+    for student, when in (("cat", "2026-01-03T00:00:00"), ("amy", "2026-01-01T00:00:00"), ("bob", "2026-01-02T00:00:00")):
+        data = _result(student, 1.0, when)
+        data["exercises"] = [{"id": "a", "score": 1.0, "status": "passed", "messages": ["all 3 cases passed"]},
+                             {"id": "b", "score": 0.0, "status": "failed", "messages": ["first reason", "second"]}]
+        book.add(data, f"d-{student}")
+    assert [r["student"] for r in book.rows()] == ["amy", "bob", "cat"]
+    kept = book.latest()[0]["exercises"]
+    assert [e["messages"] for e in kept] == [[], ["first reason"]]
+    book.close()
+
+
 def _refused(student, reason):
     return {"schema": 1, "status": "rejected", "lesson": "l", "student": student, "error": reason,
             "graded_at": "2026-01-01T00:00:00"}
