@@ -28,6 +28,7 @@ WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
 _PROGRAM = r"""
 def __grader_probe(user, request_text, wire_source, seconds):
     import json, signal, sys
+    BEGIN, ANSWER = __MARKS__
     wire = {}
     exec(compile(wire_source, "<grader wire>", "exec"), wire)
     encode, decode = wire["encode"], wire["decode"]
@@ -79,7 +80,7 @@ def __grader_probe(user, request_text, wire_source, seconds):
     previous = signal.signal(signal.SIGALRM, expire)
     try:
         for section in request["sections"]:
-            say("begin:" + section["key"])
+            say(BEGIN + section["key"])
             try:
                 signal.setitimer(signal.ITIMER_REAL, seconds)
                 answers = answer(section)
@@ -87,7 +88,7 @@ def __grader_probe(user, request_text, wire_source, seconds):
                 answers = {"timeout": True}
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-            say("answer:" + section["key"] + ":" + json.dumps(answers))
+            say(ANSWER + section["key"] + ":" + json.dumps(answers))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -128,7 +129,7 @@ def new_nonce() -> str:
     return "@@grader-probe-" + secrets.token_hex(8) + "@@"
 
 
-_PROGRAM_LITERAL = json.dumps(_PROGRAM)
+_PROGRAM_LITERAL = json.dumps(_PROGRAM.replace("__MARKS__", repr((run.SECTION_BEGIN, run.SECTION_ANSWER))))
 _WIRE_LITERAL = json.dumps(WIRE_SOURCE)
 
 
@@ -160,7 +161,7 @@ def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: 
     if status in ("timeout", "died", "skipped"):
         return Probe(plan.exercise_id, status, detail=outcome.get("detail", ""))
     text = outcome.get("stdout", "")
-    prefix = f"{nonce}answer:{plan.exercise_id}:"
+    prefix = f"{nonce}{run.SECTION_ANSWER}{plan.exercise_id}:"
     line = next((ln for ln in reversed(text.splitlines()) if ln.startswith(prefix)), None)
     if line is None:
         why = outcome.get("error") or "the probe printed no answer (was sys.stdout replaced?)"

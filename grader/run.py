@@ -77,6 +77,10 @@ class Executed:
     """Seconds spent starting kernels, in cells and in probes."""
 
 
+SECTION_BEGIN, SECTION_ANSWER = "begin:", "answer:"
+"""After the marker: `begin:<key>` opens a section, `answer:<key>:<payload>` closes it."""
+
+
 @dataclass(frozen=True)
 class Sectioned:
     """One tail cell that runs several sections in turn (one round trip for all of them).
@@ -99,11 +103,12 @@ class Sectioned:
     def progress(self, text: str) -> tuple[list[str], set[str]]:
         """(sections begun, in order; sections answered) in the cell's output so far."""
         begun, answered = [], set()
+        begin, answer = self.marker + SECTION_BEGIN, self.marker + SECTION_ANSWER
         for line in text.splitlines():
-            if line.startswith(self.marker + "begin:"):
-                begun.append(line[len(self.marker) + 6:])
-            elif line.startswith(self.marker + "answer:"):
-                answered.add(line[len(self.marker) + 7:].split(":", 1)[0])
+            if line.startswith(begin):
+                begun.append(line[len(begin):])
+            elif line.startswith(answer):
+                answered.add(line[len(answer):].split(":", 1)[0])
         return begun, answered
 
 
