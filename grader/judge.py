@@ -321,8 +321,31 @@ def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
     return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()))
 
 
-def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], notebook: Any) -> tuple[str, list[str]] | None:
-    """Status and messages when the exercise cannot be judged case by case."""
+def _unanswerable(cases: list[Case], results: tuple[dict[str, Any], ...], expectations: list[dict[str, Any]],
+                  cells: tuple[CellRun, ...], notebook: Any) -> dict[int, str]:
+    """Value cases that no one could answer on this run, by index, with why.
+
+    A value computed from the student's own values (a fit of their live
+    records, say) may have no answer: the reference raises ValueError on those
+    very values, and the student's cell that defines it raised ValueError too,
+    so the name is undefined. That is the contract's answer, not a fault: a
+    busy host can hand both the same degenerate measurements.
+    """
+    excused = {}
+    for index, (case, result, expect) in enumerate(zip(cases, results, expectations)):
+        if case.mode != "value" or result.get("missing") != case.name or expect.get("raises") != "ValueError":
+            continue
+        raised = [c for c in cells if c.status == "error" and c.ename == "ValueError"
+                  and case.name in notebook.cells[c.index].source]
+        if raised:
+            excused[index] = (f"{case.label()}: not compared on this run: the reference raises ValueError on those "
+                              f"values of yours too, as {cell_name(notebook, raised[0].index)} did (regrade to compare it)")
+    return excused
+
+
+def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], notebook: Any,
+             excused: frozenset[str] = frozenset()) -> tuple[str, list[str]] | None:
+    """Status and messages when the exercise cannot be judged case by case (`excused` names may be undefined)."""
     if probe.status == "timeout":
         return "timeout", [f"checking `{exercise.id}` ran past its time limit ({probe.detail or 'timed out'}); look for a loop that never ends"]
     if probe.status == "skipped":
@@ -331,7 +354,7 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
         return "error", [f"the kernel died while checking `{exercise.id}` (os._exit, a crash or a resource limit in your code)"]
     if probe.status != "ok":
         return "error", [f"`{exercise.id}` could not be checked: {probe.detail}"]
-    undefined = [name for name in exercise.needs if not probe.defined.get(name, False)]
+    undefined = [name for name in exercise.needs if not probe.defined.get(name, False) and name not in excused]
     if not undefined:
         return None
     names = ", ".join(f"`{n}`" for n in undefined)
@@ -374,12 +397,15 @@ def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: lis
 def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
            cells: tuple[CellRun, ...], notebook: Any,
            checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
-    blocked = _blocked(exercise, probe, cells, notebook)
+    excused = _unanswerable(cases, probe.results, expectations, cells, notebook) if probe.status == "ok" else {}
+    blocked = _blocked(exercise, probe, cells, notebook, frozenset(cases[i].name for i in excused))
     if blocked:
         status, messages = blocked
         return ExerciseResult(exercise.id, status, 0.0, exercise.points, exercise.kind, tuple(messages))
-    verdicts = [_case_verdict(case, result, expect, checks)
-                for case, result, expect in zip(cases, probe.results, expectations)]
+    verdicts = [CaseVerdict(case.label(), case.hidden, "passed", ("hidden case " if case.hidden else "") + excused[i])
+                if i in excused
+                else _case_verdict(case, result, expect, checks)
+                for i, (case, result, expect) in enumerate(zip(cases, probe.results, expectations))]
     errors = [v for v in verdicts if v.outcome == "error"]
     failures = [v for v in verdicts if v.outcome == "failed"]
     if errors:
@@ -391,6 +417,11 @@ def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: li
     public = sum(1 for c in cases if not c.hidden)
     messages = grouped(errors + failures)[:8]
     if status == "passed":
-        messages = [f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"]
+        if excused:
+            messages = [f"{len(cases) - len(excused)} cases passed ({public} public, {len(cases) - public} hidden) "
+                        f"and {len(excused)} could not be compared on this run"]
+            messages += [verdicts[i].message for i in sorted(excused)]
+        else:
+            messages = [f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"]
     return ExerciseResult(exercise.id, status, exercise.points if status == "passed" else 0.0, exercise.points,
                           exercise.kind, tuple(messages), tuple(verdicts))

@@ -51,7 +51,16 @@ def __grader_probe(user, request_text, wire_source, seconds):
             own = [arg["__kernel__"] for arg in case["args"] if isinstance(arg, dict) and "__kernel__" in arg]
             absent = [name for name in [case["name"]] + own if name not in user]
             if absent:
-                answers["results"].append({"missing": absent[0]})
+                missing = {"missing": absent[0]}
+                if own and absent == [case["name"]]:  # its inputs exist: the judge asks the reference on them
+                    try:
+                        missing["args"] = encode([user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg
+                                                  else arg for arg in decode(case["args"])])
+                    except (KeyboardInterrupt, Expired):
+                        raise
+                    except BaseException:
+                        pass
+                answers["results"].append(missing)
                 continue
             echo = {}
             try:
@@ -119,7 +128,7 @@ class Probe:
     """Which needed names were defined."""
     results: tuple[dict[str, Any], ...] = ()
     """Per case: {"value": plain data} | {"raised": {...}} | {"missing": name}; with "args" (the student's own
-    values it was asked on) when the case passes kernel values."""
+    values it was asked on) when the case passes kernel values (for a missing name, when those values exist)."""
     detail: str = ""
     """Why the probe is not `ok`."""
 
@@ -217,7 +226,7 @@ ANSWER_SCHEMA = {
                                                       "value_error": {"type": "boolean"},
                                                       "message": {"type": "string", "maxLength": 2000}}}}},
             {"type": "object", "required": ["missing"], "additionalProperties": False,
-             "properties": {"missing": {"type": "string"}}},
+             "properties": {"missing": {"type": "string"}, "args": {"type": "array", "items": {"$ref": "#/$defs/wire"}}}},
         ]}},
     },
 }

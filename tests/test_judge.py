@@ -195,3 +195,52 @@ def test_a_case_on_the_students_own_values_is_judged_on_exactly_those():
     case, expect = judge.resolved(own, {"value": 6.0}, {"pending": ("x",)}, reference)
     verdict = judge.judge(_exercise(case), [case], Probe("ex", "ok", {"f": True}, ({"value": 6.0},)), [expect], (), None, {})
     assert verdict.status == "failed" and "without the values" in verdict.messages[0]
+
+
+def _fit_exercise():
+    """An exercise whose `predicted` is computed from the student's own `live` records (by hand: mean * 2),
+    which the reference refuses with ValueError when they hold fewer than two values."""
+    predicted = lessons.case_from_spec({"value": "predicted", "reference": "predict", "args": [{"kernel": "live"}]},
+                                       hidden=True)
+    ex = Exercise("fit", "fit", "simulated", 1.0, ("fit", "predicted", "live"),
+                  (lessons.case_from_spec({"call": "fit", "args": [[1.0, 3.0]]}),))
+
+    def fit(values):
+        if len(set(values)) < 2:
+            raise ValueError("two distinct values needed")
+        return sum(values) / len(values)
+
+    reference = {"fit": fit, "predict": lambda values: fit(values) * 2}
+    nb = type("NB", (), {"cells": [type("C", (), {"source": "predicted = fit(live) * 2"})()]})()
+    return ex, [*ex.cases, predicted], reference, nb
+
+
+def _judge_fit(live, predicted_result, cell):
+    ex, cases, reference, nb = _fit_exercise()
+    results = ({"value": 2.0}, predicted_result)
+    expectations = [judge.expectation(c, reference) for c in cases]
+    pairs = [judge.resolved(c, r, e, reference) for c, r, e in zip(cases, results, expectations)]
+    probe = Probe("fit", "ok", {"fit": True, "predicted": "missing" not in predicted_result, "live": True}, results)
+    return judge.judge(ex, [c for c, _ in pairs], probe, [e for _, e in pairs], (cell,), nb, {})
+
+
+def test_a_value_no_one_can_compute_from_the_students_own_data_is_not_held_against_them():
+    # one distinct value in `live` (all batches full on a busy host): the reference's fit raises ValueError,
+    # the student's cell raised ValueError, so `predicted` is undefined, as the contract wants
+    raised = CellRun(0, "c", "error", "ValueError", "two distinct values needed")
+    degenerate = _judge_fit([4.0, 4.0], {"missing": "predicted", "args": [[4.0, 4.0]]}, raised)
+    assert degenerate.status == "passed" and degenerate.score == 1.0
+    assert "could not be compared on this run" in degenerate.messages[0]
+    assert "given live" in degenerate.messages[1] and "raises ValueError" in degenerate.messages[1]
+    # the same undefined name when the reference can compute it (4 and 6: mean 5, predicted 10) is an error
+    usable = _judge_fit([4.0, 6.0], {"missing": "predicted", "args": [[4.0, 6.0]]}, raised)
+    assert usable.status == "error" and "`predicted`" in usable.messages[0]
+    # a cell that failed otherwise (a typo) is the student's error even on data no one can fit
+    typo = CellRun(0, "c", "error", "NameError", "name 'fitt' is not defined")
+    assert _judge_fit([4.0, 4.0], {"missing": "predicted", "args": [[4.0, 4.0]]}, typo).status == "error"
+    # and a name never defined while every cell ran cleanly is still missing
+    clean = CellRun(0, "c", "ok")
+    assert _judge_fit([4.0, 4.0], {"missing": "predicted", "args": [[4.0, 4.0]]}, clean).status == "missing"
+    # when it is defined and right on usable data, it is compared as usual
+    assert _judge_fit([4.0, 6.0], {"value": 10.0, "args": [[4.0, 6.0]]}, clean).status == "passed"
+    assert _judge_fit([4.0, 6.0], {"value": 11.0, "args": [[4.0, 6.0]]}, clean).status == "failed"

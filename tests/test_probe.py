@@ -150,3 +150,13 @@ def test_progress_names_the_section_that_was_running_when_the_kernel_stopped():
     sections = run.Sectioned(("a", "b", "c"), lambda keys: "", "@@n@@", 1)
     text = "x\n@@n@@begin:a\n@@n@@answer:a:{}\nstudent noise\n@@n@@begin:b\nmore noise"
     assert sections.progress(text) == (["a", "b"], {"a"})
+
+
+def test_a_missing_value_still_reports_the_students_own_values_it_is_computed_from():
+    # `predicted` is computed from the student's `live`; the judge needs `live` even when `predicted` is undefined
+    own = lessons.case_from_spec({"value": "predicted", "reference": "predict", "args": [{"kernel": "live"}, 3]})
+    absent_input = lessons.case_from_spec({"value": "predicted", "args": [{"kernel": "nowhere"}]})
+    plan = probe.ExercisePlan("fit", ("predicted", "live"), (own, absent_input))
+    found = probe.collect(plan, {"status": "ok", "stdout": _run_sections({"live": [1.0, 2.0]}, [plan], 5)}, "@@n@@", 10**6)
+    assert found.status == "ok" and found.defined == {"predicted": False, "live": True}
+    assert found.results == ({"missing": "predicted", "args": [[1.0, 2.0], 3]}, {"missing": "predicted"})
