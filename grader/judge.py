@@ -418,8 +418,8 @@ def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: li
     messages = grouped(errors + failures)[:8]
     if status == "passed":
         if excused:
-            messages = [f"{len(cases) - len(excused)} cases passed ({public} public, {len(cases) - public} hidden) "
-                        f"and {len(excused)} could not be compared on this run"]
+            messages = [f"{len(cases) - len(excused)} of {len(cases)} cases passed ({public} public, "
+                        f"{len(cases) - public} hidden); {len(excused)} could not be compared on this run"]
             messages += [verdicts[i].message for i in sorted(excused)]
         else:
             messages = [f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"]
