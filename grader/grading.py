@@ -305,10 +305,10 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
     reference = None if options.public_only else lessons.reference(lesson.id)
     checks = lessons.properties(lesson.id)
+    public = _public_expectations(lesson.id) if reference is not None else {}
     verdicts = []
     for ex, plan in zip(lesson.exercises, plans):
         found = probes[ex.id]
-        public = _public_expectations(lesson.id) if reference is not None else {}
         cases = list(plan.cases)
         expectations = [public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
                         else judge.expectation(case, reference) for i, case in enumerate(cases)]

@@ -45,6 +45,10 @@ def __grader_probe(user, request_text, wire_source, seconds):
         sys.stdout.write("\n" + nonce + line + "\n")
         sys.stdout.flush()
 
+    def inputs(case):
+        return [user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg else arg
+                for arg in decode(case["args"])]
+
     def answer(section):
         answers = {"defined": {name: name in user for name in section["needs"]}, "results": []}
         for case in section["cases"]:
@@ -54,8 +58,7 @@ def __grader_probe(user, request_text, wire_source, seconds):
                 missing = {"missing": absent[0]}
                 if own and absent == [case["name"]]:  # its inputs exist: the judge asks the reference on them
                     try:
-                        missing["args"] = encode([user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg
-                                                  else arg for arg in decode(case["args"])])
+                        missing["args"] = encode(inputs(case))
                     except (KeyboardInterrupt, Expired):
                         raise
                     except BaseException:
@@ -64,8 +67,7 @@ def __grader_probe(user, request_text, wire_source, seconds):
                 continue
             echo = {}
             try:
-                args = [user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg else arg
-                        for arg in decode(case["args"])]
+                args = inputs(case)
                 if own:  # the student's own values the case was asked on, as they were before the call
                     echo = {"args": encode(args)}
                 target = user[case["name"]]

@@ -276,6 +276,11 @@ def _stdout(cell: Any) -> str:
                    and o.get("name") == "stdout")
 
 
+def _left_out(status: str) -> dict[str, str]:
+    """The outcome of a tail cell or section left out of this attempt because it hung or killed the last kernel."""
+    return {"status": status, "detail": "left out after it " + ("hung" if status == "timeout" else "killed the kernel")}
+
+
 def _sections_stopped(result: "_Attempt", entry: tuple[Sectioned, tuple[str, ...]], text: str, status: str,
                       why: str, fired: bool) -> str:
     """A sectioned cell ended with its kernel dead or stuck: answered sections keep their answers, the section
@@ -390,8 +395,7 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
         if isinstance(source, Sectioned):
             for section in source.sections:
                 if section in skip_tail:
-                    result.tail[section] = {"status": skip_tail[section], "detail": "left out after it "
-                                            + ("hung" if skip_tail[section] == "timeout" else "killed the kernel")}
+                    result.tail[section] = _left_out(skip_tail[section])
             keep = tuple(section for section in source.sections if section not in skip_tail)
             if not keep:
                 continue
@@ -451,8 +455,7 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
                                                                             else skip_cells[index].replace("the kernel died", "killed the kernel")))
                     continue
                 if is_tail and key in skip_tail:
-                    result.tail[key] = {"status": skip_tail[key], "detail": "left out after it "
-                                        + ("hung" if skip_tail[key] == "timeout" else "killed the kernel")}
+                    result.tail[key] = _left_out(skip_tail[key])
                     continue
                 if index in sectioned:
                     client.timeout = whole_seconds(sectioned[index][0].seconds_each * len(sectioned[index][1]) + 1)
