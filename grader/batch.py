@@ -312,7 +312,7 @@ def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options
             yield entry, grading.grade_one(str(entry.paths[0]), lesson_id, options, entry.student)
         return
     others = set(multiprocessing.active_children())  # a caller's own processes, never ours to kill
-    # What the workers inherit (imports, the warm plotting code, the reference) is frozen out of the collector:
+    # What the workers inherit (imports, the compiled templates, the reference) is frozen out of the collector:
     # their full collections then never walk it (about 7 ms per grade) nor write to its pages.
     gc.collect()
     gc.freeze()

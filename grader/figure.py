@@ -1,4 +1,4 @@
-"""The lesson's figure as inline SVG, drawn from one result's data with matplotlib.
+"""The lesson's figure, laid out from one result's data (templates/figure.svg.j2 writes it as inline SVG).
 
 Panels, each optional, described by the lesson's `[figure]` table:
 `timings` names a measured list of timing reports (p50/p95 per batch, with the
@@ -14,8 +14,8 @@ p50/p95/p99 and counts, for the panel and for the report's table.
 
 from __future__ import annotations
 
-import io
 import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -106,46 +106,207 @@ def _percentiles(values: Any) -> dict[str, float] | None:
     return stats
 
 
-def _compare_panel(ax: Any, table: dict[str, Any], spec: dict[str, Any]) -> None:
+# Drawing. The figure is laid out here, in pixels, and written as SVG by templates/figure.svg.j2.
+# matplotlib drew the same panels in 50-125 ms per report, half of a capacity grade's worker CPU
+# (bench/phase_profile.py); laying them out directly takes about a millisecond.
+
+WIDTH, PANEL_HEIGHT, HEADER = 700, 300, 28
+LEFT, RIGHT, TOP, BOTTOM = 76, 16, 30, 50
+"""Plot area inside each panel: margins in pixels."""
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+BAR_COLOURS = {"measured": ("#9ecae1", "#4292c6", "#08519c"), "simulated": ("#fdd0a2", "#f16913", "#a63603")}
+CHAR_WIDTH = 6.2
+"""Rough width of one character of legend text at 11 px (a legend box only needs to be wide enough)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    colour: str
+    points: tuple[tuple[float, float], ...]
+    """In pixels, inside the panel."""
+    dashed: bool = False
+    marker: str = ""
+    """"circle", "square" or "" (a plain line)."""
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    colour: str
+    hatched: bool
+
+
+@dataclass(frozen=True)
+class Key:
+    """One legend entry."""
+
+    label: str
+    colour: str
+    dashed: bool = False
+    marker: str = ""
+    hatched: bool = False
+    bar: bool = False
+
+
+@dataclass(frozen=True)
+class Panel:
+    top: float
+    title: str
+    xlabel: str
+    ylabel: str
+    xticks: tuple[tuple[float, str], ...]
+    yticks: tuple[tuple[float, str], ...]
+    lines: tuple[Line, ...] = ()
+    bars: tuple[Bar, ...] = ()
+    notes: tuple[tuple[float, float, str], ...] = ()
+    keys: tuple[Key, ...] = ()
+    key_columns: int = 1
+    key_right: bool = False
+    """The legend sits in the upper right corner (else the upper left)."""
+    left: float = LEFT
+    right: float = WIDTH - RIGHT
+    plot_top: float = TOP
+    bottom: float = PANEL_HEIGHT - BOTTOM
+
+    def key_box(self) -> tuple[float, float]:
+        """Width and height of the legend box."""
+        rows = -(-len(self.keys) // self.key_columns)
+        return self.key_columns * self.key_width(), 8 + 16 * rows
+
+    def key_width(self) -> float:
+        return 34 + CHAR_WIDTH * max((len(k.label) for k in self.keys), default=0)
+
+    def key_x(self) -> float:
+        return self.right - 6 - self.key_box()[0] if self.key_right else self.left + 6
+
+    def covered(self, right: bool) -> int:
+        """Points of the lines that the legend would hide in the upper left (or right) corner."""
+        width, height = self.key_box()
+        x0 = self.right - 6 - width if right else self.left + 6
+        return sum(1 for line in self.lines for x, y in line.points
+                   if x0 - 4 <= x <= x0 + width + 4 and y <= self.plot_top + 6 + height + 4)
+
+
+@dataclass(frozen=True)
+class Figure:
+    title: str
+    width: int
+    height: int
+    panels: tuple[Panel, ...]
+
+
+def nice_ticks(lo: float, hi: float, most: int = 7) -> list[float]:
+    """Round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) covering [lo, hi], at most `most` of them."""
+    span = hi - lo
+    if not (math.isfinite(span) and span > 0):
+        return [lo] if math.isfinite(lo) else []
+    magnitude = 10.0 ** math.floor(math.log10(span / (most - 1)))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if span / (m * magnitude) <= most - 1)
+    first = math.ceil(lo / step - 1e-9)
+    return [k * step for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+
+
+def tick_label(value: float, step: float) -> str:
+    """A tick value with as many decimals as its step needs (0.02, 0.04; 2.5, 5.0; 200, 400)."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 1e6 or abs(value) < 1e-4:
+        return f"{value:.3g}"
+    decimals = next((d for d in range(13) if abs(round(step, d) - step) <= abs(step) * 1e-6), 12)
+    return f"{value:.{decimals}f}"
+
+
+class _Scale:
+    """Data to pixels along one axis: linear, or base-2 logarithmic."""
+
+    def __init__(self, lo: float, hi: float, pixel_lo: float, pixel_hi: float, log2: bool = False,
+                 margin: float = 0.05) -> None:
+        """`margin`: the share of the data's span left empty at each end (as matplotlib does)."""
+        self.log2 = log2
+        lo, hi = (math.log2(lo), math.log2(hi)) if log2 else (lo, hi)
+        if not hi > lo:
+            pad = abs(lo) * 0.1 or 1.0
+            lo, hi = lo - pad, hi + pad
+        self.lo, self.hi = lo - (hi - lo) * margin, hi + (hi - lo) * margin
+        if not math.isfinite(self.hi - self.lo):
+            raise ValueError("values too far apart to draw")
+        self.pixel_lo, self.pixel_hi = pixel_lo, pixel_hi
+
+    def __call__(self, value: float) -> float:
+        v = math.log2(value) if self.log2 else value
+        return round(self.pixel_lo + (v - self.lo) / (self.hi - self.lo) * (self.pixel_hi - self.pixel_lo), 1)
+
+    def ticks(self) -> tuple[tuple[float, str], ...]:
+        values = nice_ticks(self.lo, self.hi)
+        step = values[1] - values[0] if len(values) > 1 else 1.0
+        return tuple((self(v), tick_label(v, step)) for v in values)
+
+
+def _line_panel(top: float, title: str, xlabel: str, ylabel: str, series: list[tuple[str, list[float], list[float], str, bool]],
+                xlog: bool = False, notes: tuple[tuple[float, float, str], ...] = ()) -> Panel | None:
+    """Series are (label, xs, ys, marker, dashed); on a log axis only positive x are drawn."""
+    kept = []
+    for label, xs, ys, marker, dashed in series:
+        pairs = [(a, b) for a, b in zip(xs, ys) if a > 0 or not xlog]
+        if pairs:
+            kept.append((label, [a for a, _ in pairs], [b for _, b in pairs], marker, dashed))
+    series = kept
+    if not series:
+        return None
+    xs = [x for s in series for x in s[1]]
+    ys = [y for s in series for y in s[2]]
+    try:
+        x = _Scale(min(xs), max(xs), LEFT, WIDTH - RIGHT, log2=xlog)
+        y = _Scale(min(ys), max(ys), PANEL_HEIGHT - BOTTOM, TOP)
+    except ValueError:  # values too far apart for a float span: this panel is left out
+        return None
+    xticks = tuple((x(v), f"{v:g}") for v in sorted(set(xs))) if xlog else x.ticks()
+    lines = tuple(Line(label, COLOURS[i % len(COLOURS)], tuple((x(a), y(b)) for a, b in zip(sx, sy)), dashed, marker)
+                  for i, (label, sx, sy, marker, dashed) in enumerate(series))
+    panel = Panel(top, title, xlabel, ylabel, xticks, y.ticks(), lines=lines,
+                  notes=tuple((x(a) + 4, y(b) - 4, text) for a, b, text in notes if a > 0 or not xlog),
+                  keys=tuple(Key(line.label, line.colour, line.dashed, line.marker) for line in lines))
+    return replace(panel, key_right=panel.covered(right=True) < panel.covered(right=False))
+
+
+def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> Panel:
+    """Grouped bars: per component, p50/p95/p99 of the measured side, then of the simulated one."""
     components = table["components"]
-    width = 0.8 / (len(SIDES) * len(PERCENTILES))
-    colours = {"measured": ("#9ecae1", "#4292c6", "#08519c"), "simulated": ("#fdd0a2", "#f16913", "#a63603")}
-    slot = 0
+    heights = {(side, q, c): float((table["sides"][side][c] or {}).get(f"p{q}", 0.0))
+               for side in SIDES for q in PERCENTILES for c in components}
+    tallest = max([h for h in heights.values() if math.isfinite(h)] + [0.0])
+    y = _Scale(0.0, (tallest or 1.0) * 1.45, PANEL_HEIGHT - BOTTOM, TOP, margin=0.0)  # room for the legend above
+    x = _Scale(-0.5, len(components) - 0.5, LEFT, WIDTH - RIGHT, margin=0.0)
+    slots = len(SIDES) * len(PERCENTILES)
+    width = 0.8 / slots
+    bars, keys, slot = [], [], 0
     for side in SIDES:
         counts = sorted({stats["count"] for stats in table["sides"][side].values() if stats})
-        for q, colour in zip(PERCENTILES, colours[side]):
-            xs = [i - 0.4 + width * (slot + 0.5) for i in range(len(components))]
-            heights = [(table["sides"][side][c] or {}).get(f"p{q}", 0.0) for c in components]
-            ax.bar(xs, heights, width, color=colour, hatch="//" if side == "simulated" else None,
-                   label=f"{table['labels'][side]} p{q}" + (f" (n={'/'.join(map(str, counts))})" if q == 50 and counts else ""))
+        for q, colour in zip(PERCENTILES, BAR_COLOURS[side]):
+            for i, component in enumerate(components):
+                h = heights[(side, q, component)]
+                if not math.isfinite(h):
+                    continue
+                left = x(i - 0.4 + width * slot)
+                bars.append(Bar(left, min(y(h), y(0.0)), round(x(i - 0.4 + width * (slot + 1)) - left, 1),
+                                round(abs(y(0.0) - y(h)), 1), colour, side == "simulated"))
+            keys.append(Key(f"{table['labels'][side]} p{q}" + (f" (n={'/'.join(map(str, counts))})" if q == 50 and counts else ""),
+                            colour, hatched=side == "simulated", bar=True))
             slot += 1
-    ax.set_xticks(range(len(components)), components)
-    _label(ax, spec.get("compare", {}).get("xlabel", "component"), spec.get("compare", {}).get("ylabel", "ms"),
-           table["title"])
-    ax.legend(fontsize=7, ncol=2, loc="upper left", framealpha=0.85)
-    ax.set_ylim(top=ax.get_ylim()[1] * 1.45)  # room for the legend above the bars
+    compare = spec.get("compare", {})
+    return Panel(top, table["title"], compare.get("xlabel", "component"), compare.get("ylabel", "ms"),
+                 tuple((x(i), str(c)) for i, c in enumerate(components)), y.ticks(), bars=tuple(bars),
+                 keys=tuple(keys), key_columns=2)
 
 
-def _label(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
-    """Axis labels, the title and the legend. Both are placed, not searched for: finding the emptiest corner
-    ("best") and fitting the title above the tick labels cost a sixth of the figure's drawing time."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, y=1.0)
-    ax.legend(loc="upper left")
-
-
-def warm() -> None:
-    """Import the plotting code and its SVG backend now (a batch parent does this once, before forking)."""
-    from matplotlib.figure import Figure
-
-    Figure(figsize=(1, 1)).savefig(io.StringIO(), format="svg")
-
-
-def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
-    """The figure as an SVG string, or "" when this run produced no data for it."""
+def layout(result: dict[str, Any], spec: dict[str, Any]) -> Figure | None:
+    """The lesson's figure for this result, laid out in pixels; None when this run produced no data for it."""
     if not spec:
-        return ""
+        return None
     measured = (result.get("measured") or {}).get("values", {})
     simulated = (result.get("simulated") or {}).get("values", {})
     reports = _reports(measured.get(spec.get("timings", ""))) if spec.get("timings") else []
@@ -156,56 +317,38 @@ def svg(result: dict[str, Any], spec: dict[str, Any]) -> str:
         scale = 1.0
     series = [(label, _series(simulated.get(name)))
               for name, label in zip(spec.get("series", []), spec.get("series_labels", spec.get("series", [])))]
-    series = [(label, values) for label, values in series if values is not None]
-    lines = [(panel, *_answer_lines(result, panel)) for panel in spec.get("answers", [])]
-    lines = [(panel, xs, ys) for panel, xs, ys in lines if len(xs) >= 2]
-    table = comparison(result, spec)
-    panels = int(bool(reports)) + int(bool(series) and scale > 0) + len(lines) + int(table is not None)
-    if not panels:
-        return ""
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    matplotlib.rcParams["svg.fonttype"] = "none"
-    matplotlib.rcParams["svg.hashsalt"] = "grader"  # stable ids: the same data gives the same SVG
-    fig = Figure(figsize=(7, 3.2 * panels))
-    axes = fig.subplots(panels, 1, squeeze=False)
-    row = 0
+    series = [(str(label), values) for label, values in series if values is not None]
+    panels: list[Panel | None] = []
+    top = float(HEADER)
     if reports:
-        ax = axes[row][0]
         batches = [r["batch"] for r in reports]
-        ax.plot(batches, [r["p50"] for r in reports], "o-", label="warm p50")
-        ax.plot(batches, [r["p95"] for r in reports], "s--", label="warm p95")
-        for r in reports:
-            ax.annotate(f"n={r['n']}", (r["batch"], r["p95"]), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(batches, [f"{b:g}" for b in batches])  # plain labels: no mathtext to parse per report
-        ax.minorticks_off()
-        _label(ax, spec.get("timings_xlabel", "batch size"), spec.get("timings_ylabel", "ms per call (measured)"),
-               spec.get("timings_title", "Measured: warm latency (this host, this run)"))
-        row += 1
+        panels.append(_line_panel(
+            top, spec.get("timings_title", "Measured: warm latency (this host, this run)"),
+            spec.get("timings_xlabel", "batch size"), spec.get("timings_ylabel", "ms per call (measured)"),
+            [("warm p50", batches, [r["p50"] for r in reports], "circle", False),
+             ("warm p95", batches, [r["p95"] for r in reports], "square", True)],
+            xlog=True, notes=tuple((r["batch"], r["p95"], f"n={r['n']}") for r in reports)))
+        top += PANEL_HEIGHT if panels[-1] else 0
     if series and scale > 0:
-        ax = axes[row][0]
-        row += 1
-        for label, values in series:
-            ax.plot(np.arange(values.size), values / scale, label=label)
-        _label(ax, "request index", spec.get("series_ylabel", "simulated"), spec.get("series_title", "Simulated"))
-    for panel, xs, ys in lines:
-        ax = axes[row][0]
-        for field, values in ys.items():
-            ax.plot(xs, values, "o-", label=field)
-        if panel.get("xlog"):
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(xs, [f"{x:g}" for x in xs])
-            ax.minorticks_off()
-        _label(ax, panel.get("xlabel", "input"), panel.get("ylabel", ""), panel.get("title", ""))
-        row += 1
+        with np.errstate(all="ignore"):
+            scaled = [(label, list(range(values.size)), (values / scale).tolist(), "", False) for label, values in series]
+        scaled = [s for s in scaled if all(math.isfinite(v) for v in s[2])]
+        panels.append(_line_panel(top, spec.get("series_title", "Simulated"), "request index",
+                                  spec.get("series_ylabel", "simulated"), scaled) if scaled else None)
+        top += PANEL_HEIGHT if panels[-1] else 0
+    for panel in spec.get("answers", []):
+        xs, ys = _answer_lines(result, panel)
+        if len(xs) < 2:
+            continue
+        panels.append(_line_panel(top, panel.get("title", ""), panel.get("xlabel", "input"), panel.get("ylabel", ""),
+                                  [(field, xs, values, "circle", False) for field, values in ys.items()],
+                                  xlog=bool(panel.get("xlog"))))
+        top += PANEL_HEIGHT if panels[-1] else 0
+    table = comparison(result, spec)
     if table is not None:
-        _compare_panel(axes[row][0], table, spec)
-        row += 1
-    fig.suptitle(spec.get("title", ""), fontsize=11)
-    fig.subplots_adjust(left=0.13, right=0.97, top=1 - 0.55 / (3.2 * panels), bottom=0.5 / (3.2 * panels), hspace=0.5)
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-    text = buffer.getvalue()
-    return text[text.index("<svg"):]
+        panels.append(_compare_panel(top, table, spec))
+        top += PANEL_HEIGHT
+    drawn = tuple(p for p in panels if p is not None)
+    if not drawn:
+        return None
+    return Figure(str(spec.get("title", "")), WIDTH, int(top) + 4, drawn)

@@ -185,7 +185,8 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the comparison could not be computed from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
         try:  # the Markdown report has no figure: drawing one for it would be wasted work
-            context["figure"] = figure.svg(result, spec) if draw else ""
+            drawn = figure.layout(result, spec) if draw else None
+            context["figure"] = environment().get_template("figure.svg.j2").render(f=drawn) if drawn else ""
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
     return context
@@ -216,9 +217,9 @@ RECEIPT = (("CPU", "cpu_model"), ("cores", "cpu_count"), ("memory (bytes)", "mem
 
 
 def warm() -> None:
-    """Compile the report template and load the plotting code, once, before workers fork."""
+    """Compile the report and figure templates once, before workers fork."""
     environment().get_template("report.html.j2")
-    figure.warm()
+    environment().get_template("figure.svg.j2")
 
 
 def report_html(result: dict[str, Any]) -> str:
