@@ -214,6 +214,22 @@ def _reap(signum, frame):
             return
 
 
+def _warm_tracebacks():
+    """Do once what a kernel's first traceback does: import IPython's traceback machinery and index every
+    loaded module's file for inspect.getmodule (90-150 ms of each kernel's CPU, most of it that index).
+
+    Both are caches of the template's own, public state; a kernel adds to them only what it imports itself.
+    """
+    import inspect
+    from IPython.core import ultratb
+
+    inspect.getmodule(compile("", "<zygote warm-up>", "exec"))
+    try:
+        raise ValueError("warm-up")
+    except ValueError:
+        ultratb.AutoFormattedTB(mode="Context", theme_name="linux").text(*sys.exc_info())
+
+
 def serve(path):
     """Accept requests on a Unix socket; answer each with a pidfd of a fresh kernel child."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -265,4 +281,8 @@ if __name__ == "__main__":
             importlib.import_module(_name)
         except Exception:  # noqa: BLE001
             pass
+    try:
+        _warm_tracebacks()
+    except Exception:  # noqa: BLE001 - only warmth is lost
+        pass
     serve(sys.argv[1])

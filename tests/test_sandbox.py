@@ -387,3 +387,14 @@ def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, 
     assert lines[0] == "hit"                          # the shape was compiled once, before any kernel ran
     assert lines[1:] == ["refused", "30"] * 3          # EROFS: nothing can be added, removed or opened up
     assert sorted(p.name for p in Path(filled_cache).iterdir()) == before
+
+
+def test_a_forked_kernel_starts_with_the_traceback_machinery_warm(tmp_path):
+    """The zygote formats one traceback before it serves, so a kernel's first error does not index every module."""
+    patch = ("# %% id=extra-first-error\nimport inspect, sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    pass\n"
+             "print('warm', len(inspect.modulesbyfile) > 200, 'stack_data' in sys.modules)\n")
+    path = write(patched_solution(LESSON, patch), tmp_path / "warm.ipynb")
+    options = grading.Options(limits=FAST, seed=SEED, sandbox="bwrap", require_sandbox=True, zygote=True)
+    notebook = grading.grade(path, LESSON, options).notebook
+    (cell,) = [c for c in notebook.cells if c.get("id") == "extra-first-error"]
+    assert "".join(o.get("text", "") for o in cell.outputs).strip() == "warm True True"
