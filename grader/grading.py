@@ -155,7 +155,8 @@ def prepare(lesson_id: str, options: Options) -> None:
     try:
         device = device_for(options)
         cache = compile_cache.ensure(lesson_id, device) if mode == "bwrap" else ""
-        start = sandbox.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports, cache)
+        start = sandbox.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports, cache,
+                                    lessons.warm_sources(lesson_id))
     except GraderError:
         mode = "none"  # each grade then says why
     starting = zygote.start_shared(options.limits, start) if options.zygote and mode == "bwrap" else None
@@ -284,7 +285,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
     device = device_for(options)
     start = sandbox.KernelStart(hash_seed, device, lesson.warm_imports,
-                                compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "")
+                                compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "",
+                                lessons.warm_sources(lesson.id))
     sandbox.sweep_stale()
     nonce = probe.new_nonce()
     evidence_plan = probe.ExercisePlan(probe.EVIDENCE_KEY, tuple(lesson.evidence),
@@ -296,10 +298,11 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     if warm:
         report = dataclasses.replace(report, mode="bwrap+zygote")
     given = _given_cells(lesson, submission.notebook)
+    prefix = _warm_prefix(lesson, submission.notebook, options, start) if warm else frozenset()
     executed = run.execute(submission.notebook, tail, options.limits,
-                           (lambda: zygote.kernel_manager(report, options.limits, start)) if warm
+                           (lambda: zygote.kernel_manager(report, options.limits, start, warm_cells=bool(prefix))) if warm
                            else (lambda: sandbox.kernel_manager(report, options.limits, start)),
-                           given=given)
+                           given=given, warm=prefix)
     judging = time.monotonic()
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
@@ -377,6 +380,18 @@ def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dic
     phases = dict(executed.timings, given_cells=given_seconds,
                   student_cells=executed.timings.get("cells", 0.0) - given_seconds, judge=judged)
     return {k: round(v, 3) for k, v in phases.items()}
+
+
+def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start: sandbox.KernelStart) -> frozenset[int]:
+    """The notebook's leading cells that the zygote's one run of the lesson's warm cells stands for (none when
+    the notebook changed them, or the zygote could not run them)."""
+    prefix = lessons.warm_prefix(lesson.id, notebook)
+    if not prefix:
+        return prefix
+    try:
+        return prefix if zygote.shared(options.limits, start).warm_cells else frozenset()
+    except GraderError:  # the kernel start reports it
+        return frozenset()
 
 
 def _given_cells(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:

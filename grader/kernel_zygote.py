@@ -167,7 +167,17 @@ def _become_kernel(request):
         sys.modules["numpy"].random.seed()  # its legacy global generator: fresh per kernel
     sys.argv = ["ipykernel_launcher"]
     app = IPKernelApp.instance()
+    warm = bool(request.get("warm_cells")) and WARM_NAMESPACE is not None
+    if warm:  # the kernel's globals are the very namespace the warm cells' functions were defined in
+        app.user_ns = WARM_NAMESPACE
     app.initialize(["-f", request["connection_file"], "--HistoryManager.hist_file=:memory:"])
+    if warm:  # as if the kernel had run them: In[1..n] and the next execution count
+        history = app.shell.history_manager
+        for number, source in enumerate(WARM_SOURCES, start=1):
+            history.input_hist_parsed.append(source)
+            history.input_hist_raw.append(source)
+            WARM_NAMESPACE[f"_i{number}"] = source
+        app.shell.execution_count += len(WARM_SOURCES)
     app.start()
     os._exit(0)
 
@@ -230,6 +240,37 @@ def _warm_tracebacks():
         ultratb.AutoFormattedTB(mode="Context", theme_name="linux").text(*sys.exc_info())
 
 
+WARM_SOURCES = ()
+WARM_NAMESPACE = None
+"""The namespace of the lesson's warm cells, run once here; None if there are none or one failed or wrote."""
+
+
+def _run_warm_cells(sources):
+    """Run the lesson's leading given cells once, as a kernel would run them first.
+
+    They are course code, never a student's. A cell that raises or writes
+    anything leaves the namespace unused (every kernel then runs the cells
+    itself). Their source is entered in linecache, so tracebacks through
+    their functions still show it.
+    """
+    import builtins
+    import contextlib
+    import io
+    import linecache
+
+    namespace = {"__name__": "__main__", "__builtin__": builtins, "__builtins__": builtins}
+    written = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(written), contextlib.redirect_stderr(written):
+            for number, source in enumerate(sources, start=1):
+                name = f"<given cell {number}>"
+                linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+                exec(compile(source, name, "exec"), namespace)
+    except BaseException:  # noqa: BLE001 - only warmth is lost
+        return None
+    return None if written.getvalue() else namespace
+
+
 def serve(path):
     """Accept requests on a Unix socket; answer each with a pidfd of a fresh kernel child."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -238,7 +279,7 @@ def serve(path):
     server.listen(16)
     signal.signal(signal.SIGCHLD, _reap)
     gc.freeze()
-    sys.stdout.write("ready\n")
+    sys.stdout.write("ready warm-cells\n" if WARM_NAMESPACE is not None else "ready\n")
     sys.stdout.flush()
     while True:
         try:
@@ -285,4 +326,6 @@ if __name__ == "__main__":
         _warm_tracebacks()
     except Exception:  # noqa: BLE001 - only warmth is lost
         pass
+    WARM_SOURCES = tuple(json.loads(sys.argv[3])) if len(sys.argv) > 3 else ()
+    WARM_NAMESPACE = _run_warm_cells(WARM_SOURCES) if WARM_SOURCES else None
     serve(sys.argv[1])

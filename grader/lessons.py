@@ -12,6 +12,7 @@ particular lesson: a new lesson is a new pair of folders.
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 import math
@@ -168,6 +169,9 @@ class Lesson:
     """Modules a batch's warm kernel template imports once for every kernel (`warm_imports`)."""
     compile_warmup: str = ""
     """Code run after the lesson's given cells to fill the JAX compilation cache every kernel reads (`compile_warmup`)."""
+    warm_cells: tuple[str, ...] = ()
+    """Ids of the scaffold's leading given cells a batch's warm kernel template runs once for every kernel whose
+    notebook starts with them unchanged (`warm_cells`; see warm_sources)."""
 
     @property
     def max_score(self) -> float:
@@ -215,10 +219,13 @@ def get(lesson_id: str) -> Lesson:
     warmup = spec.get("compile_warmup", "")
     if not isinstance(warmup, str):
         raise LessonError(f"{spec_path}: compile_warmup must be a string of code")
+    cells = spec.get("warm_cells", [])
+    if not (isinstance(cells, list) and all(isinstance(c, str) for c in cells)):
+        raise LessonError(f"{spec_path}: warm_cells must be a list of cell ids")
     return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises,
                   evidence=evidence, figure=dict(spec.get("figure", {})),
                   report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm,
-                  compile_warmup=warmup)
+                  compile_warmup=warmup, warm_cells=tuple(cells))
 
 
 def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
@@ -374,6 +381,46 @@ def prompt_texts(lesson_id: str) -> frozenset[str]:
 def given_sources(lesson_id: str) -> frozenset[str]:
     """The sources (stripped) of the scaffold's code cells tagged `given`."""
     return frozenset(source.strip() for source in _tagged(scaffold(get(lesson_id)).cells, "given"))
+
+
+@functools.lru_cache(maxsize=None)
+def warm_sources(lesson_id: str) -> tuple[str, ...]:
+    """The sources of the lesson's `warm_cells`, checked: they must be the scaffold's first code cells, in order,
+    tagged `given`, and none may end in an expression (a kernel would display its value; the template shows
+    nothing). A template runs them once with the batch's hash seed; they must not print, draw random numbers
+    from a shared generator, start threads or read the clock, since every kernel then starts from that one run."""
+    lesson = get(lesson_id)
+    if not lesson.warm_cells:
+        return ()
+    code = [cell for cell in scaffold(lesson).cells if cell.cell_type == "code"]
+    first = [cell.get("id") for cell in code[:len(lesson.warm_cells)]]
+    if first != list(lesson.warm_cells):
+        raise LessonError(f"lesson {lesson.id}: warm_cells {list(lesson.warm_cells)} are not the scaffold's first "
+                          f"code cells ({first})")
+    sources = []
+    for cell in code[:len(lesson.warm_cells)]:
+        if "given" not in cell.get("metadata", {}).get("tags", []):
+            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.get('id')}' is not a given cell")
+        body = ast.parse(cell.source).body
+        if body and isinstance(body[-1], ast.Expr):
+            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.get('id')}' ends in an expression, "
+                              "whose value a kernel would display")
+        sources.append(cell.source)
+    return tuple(sources)
+
+
+def warm_prefix(lesson_id: str, notebook: Any) -> frozenset[int]:
+    """Indices of the notebook's cells that a template's warm run stands for: the first code cells with source,
+    when they are the lesson's warm cells unchanged and in order (matched by source, which the student controls
+    as much as ids and tags); otherwise none."""
+    sources = warm_sources(lesson_id)
+    if not sources:
+        return frozenset()
+    code = [(i, cell.source) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip()]
+    lead = code[:len(sources)]
+    if len(lead) < len(sources) or any(text.strip() != source.strip() for (_, text), source in zip(lead, sources)):
+        return frozenset()
+    return frozenset(i for i, _ in lead)
 
 
 def given_cells_in_order(lesson_id: str) -> list[str]:

@@ -319,16 +319,19 @@ def execute(
     limits: Limits,
     make_kernel: Callable[[], _SandboxKernelManager],
     given: frozenset[int] = frozenset(),
+    warm: frozenset[int] = frozenset(),
 ) -> Executed:
     """Run the notebook's cells, then each (key, source) tail cell, in a fresh kernel.
 
     A tail cell's source may be `Sectioned`: its outcomes are then reported per section key.
 
     `given` holds the indices of cells that are the lesson's own given code,
-    unchanged: they get `limits.given_cell_timeout`.
+    unchanged: they get `limits.given_cell_timeout`. `warm` holds the leading
+    given cells whose run the kernel starts with (a zygote ran them once,
+    without output): they are counted as run, and not sent.
     """
     budgets = cell_budgets(notebook, limits, given)
-    return asyncio.run(_execute(notebook, tail, limits, make_kernel, budgets))
+    return asyncio.run(_execute(notebook, tail, limits, make_kernel, budgets, warm))
 
 
 def cell_budgets(notebook: Any, limits: Limits, given: frozenset[int]) -> dict[int, float]:
@@ -346,7 +349,8 @@ def cell_budgets(notebook: Any, limits: Limits, given: frozenset[int]) -> dict[i
 
 
 async def _execute(notebook: Any, tail: list[tuple[str, str | Sectioned]], limits: Limits,
-                   make_kernel: Callable[[], _SandboxKernelManager], budgets: dict[int, float]) -> Executed:
+                   make_kernel: Callable[[], _SandboxKernelManager], budgets: dict[int, float],
+                   warm: frozenset[int] = frozenset()) -> Executed:
     began = time.monotonic()
     deadline = began + limits.notebook_timeout
     skip_cells: dict[int, str] = {}
@@ -358,7 +362,7 @@ async def _execute(notebook: Any, tail: list[tuple[str, str | Sectioned]], limit
     flooded = False
     while attempts < limits.attempts:
         attempts += 1
-        attempt = await _one_attempt(notebook, tail, limits, make_kernel, skip_cells, skip_tail, deadline, budgets)
+        attempt = await _one_attempt(notebook, tail, limits, make_kernel, skip_cells, skip_tail, deadline, budgets, warm)
         timings["startup"] += attempt.startup
         timings["cells"] += attempt.cell_seconds
         timings["probes"] += attempt.probe_seconds
@@ -385,7 +389,7 @@ async def _execute(notebook: Any, tail: list[tuple[str, str | Sectioned]], limit
 async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], limits: Limits,
                        make_kernel: Callable[[], _SandboxKernelManager],
                        skip_cells: dict[int, str], skip_tail: dict[str, str], deadline: float,
-                       budgets: dict[int, float]) -> _Attempt:
+                       budgets: dict[int, float], warm: frozenset[int] = frozenset()) -> _Attempt:
     result = _Attempt()
     nb = copy.deepcopy(notebook)
     n_student = len(nb.cells)
@@ -456,6 +460,11 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
                     continue
                 if is_tail and key in skip_tail:
                     result.tail[key] = _left_out(skip_tail[key])
+                    continue
+                if not is_tail and index in warm:  # the kernel starts with its run (see execute)
+                    executed += 1
+                    cell.outputs, cell.execution_count = [], executed
+                    result.cells[index] = CellRun(index, cell["id"], "ok")
                     continue
                 if index in sectioned:
                     client.timeout = whole_seconds(sectioned[index][0].seconds_each * len(sectioned[index][1]) + 1)

@@ -288,6 +288,8 @@ class KernelStart:
     compile_cache: str = ""
     """A filled JAX compilation cache on the host (see compile_cache), bound read-only at COMPILE_CACHE_TARGET;
     only bubblewrap sandboxes get one."""
+    warm_cells: tuple[str, ...] = ()
+    """Sources of the lesson's `warm_cells`, which a zygote runs once (lessons.warm_sources)."""
 
 
 COMPILE_CACHE_TARGET = "/var/cache/grader-compile"

@@ -111,13 +111,15 @@ class Zygote:
         self.start = start or sandbox.KernelStart()  # fixed when its interpreter starts: every kernel it forks has it
         argv = sandbox.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
             sandbox.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path),
-            json.dumps(list(self.start.warm_imports))]
+            json.dumps(list(self.start.warm_imports)), json.dumps(list(self.start.warm_cells))]
         # A session of its own: no kernel forked from it can reach the grader's terminal.
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"},
                                         start_new_session=True)
         self.pidfd = os.pidfd_open(self.process.pid)
         self.ready = False
+        self.warm_cells = False
+        """Whether the zygote ran the lesson's warm cells (a cell that failed or printed leaves them to each kernel)."""
         if wait:
             self.wait_ready()
 
@@ -126,10 +128,11 @@ class Zygote:
         if not self.ready:
             ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
             line = self.process.stdout.readline() if ready and self.process.stdout else b""
-            if line.strip() != b"ready":
+            if line.strip() not in (b"ready", b"ready warm-cells"):
                 self.stop()
                 raise SandboxUnavailable("the kernel zygote did not start")
             self.ready = True
+            self.warm_cells = line.strip() == b"ready warm-cells"
         return self
 
     def alive(self) -> bool:
@@ -233,15 +236,17 @@ def request_for(km: Any, limits: Limits) -> dict[str, Any]:
                                    if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")}}
 
 
-def kernel_manager(report: sandbox.SandboxReport, limits: Limits, start: sandbox.KernelStart | None = None) -> Any:
-    """A single-use kernel manager whose kernel is forked by this process's zygote."""
+def kernel_manager(report: sandbox.SandboxReport, limits: Limits, start: sandbox.KernelStart | None = None,
+                   warm_cells: bool = False) -> Any:
+    """A single-use kernel manager whose kernel is forked by this process's zygote; with `warm_cells`, the kernel
+    starts in the namespace of the zygote's run of the lesson's warm cells (only if that run succeeded)."""
     km = sandbox.kernel_manager(report, limits, start)
     template = shared(limits, start)
 
     def provisioner(manager: Any) -> ZygoteProvisioner:
         made = ZygoteProvisioner(kernel_id=manager.kernel_id, kernel_spec=manager.kernel_spec, parent=manager)
         made.zygote = template
-        made.request = request_for(manager, limits)
+        made.request = dict(request_for(manager, limits), warm_cells=warm_cells and template.warm_cells)
         return made
 
     km.provisioner_factory = provisioner

@@ -18,11 +18,13 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import nbformat
 import pytest
 
 from conftest import FAST, SEED, patched_solution, statuses, write
-from grader import grading, lessons, record, sandbox
+from grader import grading, lessons, record, sandbox, zygote
 from grader.errors import SandboxUnavailable
 
 LESSON = "inference-capacity"
@@ -398,3 +400,46 @@ def test_a_forked_kernel_starts_with_the_traceback_machinery_warm(tmp_path):
     notebook = grading.grade(path, LESSON, options).notebook
     (cell,) = [c for c in notebook.cells if c.get("id") == "extra-first-error"]
     assert "".join(o.get("text", "") for o in cell.outputs).strip() == "warm True True"
+
+
+def _scaling(tmp_path: Path, name: str, notebook, seed: int = SEED) -> tuple[dict, Any]:
+    path = write(notebook, tmp_path / f"{name}.ipynb")
+    options = grading.Options(limits=FAST, seed=seed, sandbox="bwrap", require_sandbox=True, zygote=True)
+    result = grading.grade(path, "inference-scaling", options)
+    return result.to_dict(), result.notebook
+
+
+def _last_output(notebook) -> str:
+    return "".join(o.get("text", "") for o in notebook.cells[-1].outputs).strip()
+
+
+def test_a_kernel_started_from_the_warm_cells_shares_their_globals(tmp_path):
+    """The zygote ran the lesson's leading given cells; the kernel's globals are the namespace they defined their
+    functions in, so a student who rebinds a global changes what the given code does, as in a kernel that ran them."""
+    notebook = lessons.solution_notebook(lessons.get("inference-scaling"))
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        "THRESHOLD = 10**9\nprint(process_group.__code__.co_filename, label({'m3': 100}), In[2][:11], _i3[:10])"))
+    result, executed = _scaling(tmp_path, "rebinds", notebook)
+    assert _last_output(executed) == "<given cell 3> 0 # FICTIONAL # Serving:"  # process_group: the third
+    assert [c.execution_count for c in executed.cells if c.cell_type == "code"] == list(range(1, 10))
+    assert result["score"] == result["max_score"]
+
+
+def test_a_notebook_that_changed_a_warm_cell_runs_them_all_itself(tmp_path):
+    notebook = lessons.solution_notebook(lessons.get("inference-scaling"))
+    pipeline = next(c for c in notebook.cells if c.get("id") == "given-pipeline")
+    pipeline.source += "\n# read twice\n"
+    notebook.cells.append(nbformat.v4.new_code_cell("print(process_group.__code__.co_filename.startswith('/tmp/'))"))
+    result, executed = _scaling(tmp_path, "changed", notebook)
+    assert _last_output(executed) == "True"
+    assert result["score"] == result["max_score"]
+
+
+@pytest.mark.parametrize("cells, used", [(("X = 1", "Y = X + 1"), True), (("X = 1", "print(X)"), False),
+                                         (("X = 1 / 0",), False), (("%time X = 1",), False)])
+def test_warm_cells_that_raise_print_or_need_ipython_are_left_to_each_kernel(cells, used):
+    template = zygote.Zygote(FAST, start=sandbox.KernelStart(warm_cells=cells))
+    try:
+        assert template.warm_cells is used
+    finally:
+        template.stop()
