@@ -4,12 +4,16 @@ Each command calls one library function and one renderer. User errors are
 caught in one place, the group's `invoke`: a `GraderError` is one stderr line
 and exit 2, Ctrl-C is one line and exit 130; anything else is a grader bug
 and keeps its traceback.
+
+Each command imports the parts it uses: `batch` starts its kernel template
+before it imports the grading machinery, so the two overlap.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import time
 from dataclasses import replace
@@ -18,11 +22,10 @@ from typing import Any
 
 import click
 
-from grader import batch as batching
-from grader import grading
-from grader import files, layouts, lessons, platforms, portfolio, record, render, sign
+from grader import layouts
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
+from grader.options import MAX_HASH_SEED, Options
 from grader.sandbox import DEVICES
 
 EXIT_OK = 0
@@ -36,14 +39,14 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
 
 def _options(*, sandbox: str | None = None, default_sandbox: str = "auto", cell_timeout: float | None = None,
              notebook_timeout: float | None = None, per_cell: tuple[tuple[str, float], ...] = (),
-             **fields: Any) -> grading.Options:
-    """Options from the flags of `_sandbox_options` (the remaining flags are fields of `grading.Options`)."""
+             **fields: Any) -> Options:
+    """Options from the flags of `_sandbox_options` (the remaining flags are fields of `Options`)."""
     limits = Limits(cell_timeouts=per_cell)
     if cell_timeout is not None:
         limits = replace(limits, cell_timeout=cell_timeout, probe_timeout=cell_timeout)
     if notebook_timeout is not None:
         limits = replace(limits, notebook_timeout=notebook_timeout)
-    return grading.Options(limits=limits, sandbox=sandbox or default_sandbox, **fields)
+    return Options(limits=limits, sandbox=sandbox or default_sandbox, **fields)
 
 
 def _warn_sandbox(data: dict[str, Any]) -> None:
@@ -57,6 +60,8 @@ def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None, m
           notebook_path: Path | None = None, notebook: Any = None) -> dict[str, Any]:
     """Write what was asked for; the result last, with the digests of the rest and the course's signature."""
     import nbformat
+
+    from grader import files, grading, record, sign
 
     report = grading.safe_report(data)
     markdown = grading.safe_report(data, markdown=True)
@@ -129,7 +134,7 @@ def _sandbox_options(fn: Any) -> Any:
                       help="JAX backend for the kernel (auto: whatever JAX finds).")(fn)
     fn = click.option("--device-fallback", is_flag=True, help="Grade on the CPU when the device asked for is absent.")(fn)
     fn = click.option("--seed", type=click.IntRange(min=0), help="Seed for hidden cases (replays a recorded grade).")(fn)
-    fn = click.option("--hash-seed", type=click.IntRange(0, grading.MAX_HASH_SEED),
+    fn = click.option("--hash-seed", type=click.IntRange(0, MAX_HASH_SEED),
                       help="The kernel's PYTHONHASHSEED (default: derived from --seed; a batch records its own).")(fn)
     fn = click.option("--no-sandbox", "sandbox", flag_value="none", help="Run the kernel without isolation.")(fn)
     fn = click.option("--sandbox", "sandbox", flag_value="bwrap", help="Insist on the bubblewrap sandbox.")(fn)
@@ -168,6 +173,8 @@ def main() -> None:
 def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, html_path: Path | None,
               md_path: Path | None, notebook_path: Path | None, **flags: Any) -> None:
     """Grade one .ipynb or .py submission."""
+    from grader import grading, render
+
     options = _options(**flags)
     try:
         result = grading.grade(submission, lesson_id, options)
@@ -188,6 +195,8 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
 @click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell (default 30).")
 def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
     """Self-check before submitting: public checks only, readable feedback."""
+    from grader import grading, render
+
     options = _options(sandbox=sandbox, default_sandbox="none", cell_timeout=cell_timeout, public_only=True)
     result = grading.grade(submission, lesson_id, options)
     click.echo(render.result_text(result.to_dict()))
@@ -198,6 +207,8 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 def release_cmd(lesson_id: str, out_dir: Path) -> None:
     """Write the student notebook of a lesson (no reference code in it)."""
+    from grader import lessons
+
     click.echo(str(lessons.release(lesson_id, out_dir)))
 
 
@@ -206,6 +217,8 @@ def release_cmd(lesson_id: str, out_dir: Path) -> None:
 @_sandbox_options
 def validate_cmd(lesson_id: str, **flags: Any) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
+    from grader import grading, render
+
     outcome = grading.validate(lesson_id, _options(**flags))
     click.echo(render.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
@@ -225,10 +238,18 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
               roster: Path | None, **flags: Any) -> None:
     """Grade every submission in FOLDER (a folder or a .zip: flat, per-student, nbgrader, Canvas or Moodle
     layout); rerun to resume."""
+    from grader import warm_start
+
     options = _options(zygote=not no_zygote, **flags)
     if options.sandbox == "none":
         click.echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
+    if options.hash_seed is None:  # one for the whole batch, fixed now: the template's interpreter starts with it
+        options = replace(options, hash_seed=secrets.randbelow(MAX_HASH_SEED + 1))
+    if scheduler is None:
+        warm_start.start(lesson_id, options)
+    from grader import batch as batching
+
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler,
                                roster=roster)
@@ -244,6 +265,8 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 @click.option("--lesson", "lesson_id", help="Lesson of the submissions given (default: from their metadata).")
 def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | None) -> None:
     """Export a student's evidence portfolio from results or submissions."""
+    from grader import portfolio
+
     unsigned = portfolio.build(list(sources), out_file, lesson_id)
     if unsigned:
         click.echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them",
@@ -261,6 +284,8 @@ def keys_group() -> None:
               help="Where to make course.key and course.pub (default: your config folder).")
 def keys_init_cmd(folder: Path | None) -> None:
     """Make a new course key pair (Ed25519); an existing key is never overwritten."""
+    from grader import sign
+
     key_path, pub_path = sign.init(folder)
     click.echo(f"{key_path} (private: back it up, never share it)\n{pub_path} (public: give it to whoever verifies)\n"
                f"fingerprint {sign.fingerprint(sign.public_key(pub_path))}")
@@ -286,6 +311,8 @@ def build_solution_cmd(lesson_id: str) -> None:
     """Instructors: regenerate solutions/<id>/solution.ipynb from the scaffold and answers.py."""
     import nbformat
 
+    from grader import files, lessons
+
     lesson = lessons.get(lesson_id)
     target = lesson.solutions / "solution.ipynb"
     files.write_text(target, nbformat.writes(lessons.solution_notebook(lesson)))
@@ -293,7 +320,7 @@ def build_solution_cmd(lesson_id: str) -> None:
 
 
 @main.command("export")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(platforms.FORMATS))
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(layouts.EXPORTS))
 @click.argument("batch_dir", metavar="OUTDIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--to", "target", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write (default: OUTDIR/export/FORMAT).")
@@ -305,6 +332,8 @@ def build_solution_cmd(lesson_id: str) -> None:
 def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | None, roster: Path | None,
                assignment_id: str, assignment: str) -> None:
     """Hand a batch's grades and feedback to Canvas, PrairieLearn or Gradescope (OUTDIR: the batch's --out)."""
+    from grader import platforms
+
     written = platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment, assignment_id)
     click.echo(str(written))
 
@@ -314,6 +343,8 @@ def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | 
 @click.option("--lesson", "lesson_id", required=True)
 def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
     """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (always)."""
+    from grader import files, grading, platforms
+
     began = time.monotonic()
     found = [p for p in sorted((root / "submission").rglob("*")) if p.is_file()
              and not any(layouts.ignorable(part) for part in p.relative_to(root / "submission").parts)]

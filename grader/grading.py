@@ -16,50 +16,10 @@ from typing import Any
 
 import nbformat
 
-from grader import compile_cache, judge, lessons, load, probe, render, run, sandbox, wire, zygote
-from grader.errors import GraderError, LessonError, SandboxUnavailable, SubmissionRejected
-from grader.limits import Limits
+from grader import compile_cache, judge, lessons, load, probe, render, run, sandbox, warm_start, wire, zygote
+from grader.errors import GraderError, LessonError, SubmissionRejected
+from grader.options import MAX_HASH_SEED, Options, device_for
 from grader.record import INTERNAL_ERROR, GradeResult
-
-
-@dataclass(frozen=True)
-class Options:
-    """How to grade. Precedence: CLI flags > these fields > `Limits` defaults."""
-
-    limits: Limits = Limits()
-    """Time, memory and output bounds."""
-    seed: int | None = None
-    """Seed for hidden cases; None draws a fresh one (recorded in the result)."""
-    public_only: bool = False
-    """Only the public checks (`grader check`): no hidden cases, no reference needed."""
-    sandbox: str = "auto"
-    """`auto`, `bwrap` or `none`."""
-    require_sandbox: bool = False
-    """Refuse to grade when an isolation layer is missing."""
-    jobs_at_once: int = 1
-    """How many grades ran concurrently (recorded with the measurements)."""
-    zygote: bool = False
-    """Fork each single-use kernel from a warm zygote (batch grading); bubblewrap only."""
-    hash_seed: int | None = None
-    """The kernel's PYTHONHASHSEED; None derives it from `seed` (a batch draws one for all its kernels)."""
-    device: str = "cpu"
-    """JAX backend for the kernel: `cpu`, `gpu`, `tpu` or `auto` (what JAX finds)."""
-    device_fallback: bool = False
-    """Grade on the CPU when the requested device is absent (else refuse, saying so)."""
-
-
-def device_for(options: Options) -> str:
-    """The device a grade runs on: the one asked for, or the CPU when it is absent and falling back was asked."""
-    if sandbox.device_available(options.device):
-        return options.device
-    if options.device_fallback:
-        return "cpu"
-    raise SandboxUnavailable(f"no {options.device.upper()} on this host (no device nodes for it under /dev); "
-                             "pass --device-fallback to grade on the CPU, or --device cpu")
-
-
-MAX_HASH_SEED = 2**32 - 1
-"""The largest PYTHONHASHSEED Python accepts."""
 
 
 def hash_seed_for(options: Options, seed: int) -> int:
@@ -148,18 +108,7 @@ def prepare(lesson_id: str, options: Options) -> None:
     afterwards inherit all of it. Nothing here is required: a worker does
     whatever is missing itself.
     """
-    try:
-        mode = sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode
-    except GraderError:
-        mode = "none"
-    try:
-        device = device_for(options)
-        cache = compile_cache.ensure(lesson_id, device) if mode == "bwrap" else ""
-        start = sandbox.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports, cache,
-                                    lessons.warm_sources(lesson_id))
-    except GraderError:
-        mode = "none"  # each grade then says why
-    starting = zygote.start_shared(options.limits, start) if options.zygote and mode == "bwrap" else None
+    starting = warm_start.start(lesson_id, options)
     lessons.get(lesson_id)
     if not options.public_only:
         try:

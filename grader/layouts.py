@@ -28,6 +28,8 @@ from grader import files
 from grader.errors import GraderError
 
 LAYOUTS = ("flat", "per-student", "nbgrader", "canvas", "moodle")
+EXPORTS = ("canvas", "prairielearn", "gradescope")
+"""The platforms a batch's grades go back to (platforms.export), named here so the CLI lists them cheaply."""
 IGNORED_NAMES = {".ds_store", "thumbs.db", "desktop.ini", "__macosx", ".ipynb_checkpoints", "timestamp.txt"}
 IGNORED_SUFFIXES = (".txt", ".md", ".rst")
 IGNORED_STEMS = ("readme", "license")

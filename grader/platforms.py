@@ -32,7 +32,7 @@ from grader import files, layouts, lessons, record, render
 from grader import roster as class_list
 from grader.errors import GraderError
 
-FORMATS = ("canvas", "prairielearn", "gradescope")
+FORMATS = layouts.EXPORTS
 
 
 # ---- per-result conversions (plain data in, plain data out) ----

@@ -278,3 +278,17 @@ def test_grade_writes_every_report_and_a_portfolio_takes_them_all(tmp_path):
     lines = [line for line in mixed.stderr.splitlines() if line.strip()]
     assert mixed.exit_code == 2 and len(lines) == 1 and "different students (ada, ben)" in lines[0]
     assert not (tmp_path / "mixed.zip").exists()
+
+
+def test_the_command_line_loads_without_the_grading_machinery():
+    """`grader batch` starts its kernel template before it imports grading, reports and records (so the
+    template's second of imports overlaps the grader's own); `--help` and `check` do not wait for them either."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, grader.cli\n"
+             "print(sorted(m for m in ('grader.grading', 'grader.batch', 'grader.render', 'grader.record', 'jinja2',"
+             " 'cryptography') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

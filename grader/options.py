@@ -1,0 +1,52 @@
+"""How to grade: the options every command builds, and the device they resolve to.
+
+Kept apart from grading so that a command can start the batch's kernel
+template (warm_start) before it imports the grading machinery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grader import sandbox
+from grader.errors import SandboxUnavailable
+from grader.limits import Limits
+
+MAX_HASH_SEED = 2**32 - 1
+"""The largest PYTHONHASHSEED Python accepts."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to grade. Precedence: CLI flags > these fields > `Limits` defaults."""
+
+    limits: Limits = Limits()
+    """Time, memory and output bounds."""
+    seed: int | None = None
+    """Seed for hidden cases; None draws a fresh one (recorded in the result)."""
+    public_only: bool = False
+    """Only the public checks (`grader check`): no hidden cases, no reference needed."""
+    sandbox: str = "auto"
+    """`auto`, `bwrap` or `none`."""
+    require_sandbox: bool = False
+    """Refuse to grade when an isolation layer is missing."""
+    jobs_at_once: int = 1
+    """How many grades ran concurrently (recorded with the measurements)."""
+    zygote: bool = False
+    """Fork each single-use kernel from a warm zygote (batch grading); bubblewrap only."""
+    hash_seed: int | None = None
+    """The kernel's PYTHONHASHSEED; None derives it from `seed` (a batch draws one for all its kernels)."""
+    device: str = "cpu"
+    """JAX backend for the kernel: `cpu`, `gpu`, `tpu` or `auto` (what JAX finds)."""
+    device_fallback: bool = False
+    """Grade on the CPU when the requested device is absent (else refuse, saying so)."""
+
+
+def device_for(options: Options) -> str:
+    """The device a grade runs on: the one asked for, or the CPU when it is absent and falling back was asked."""
+    if sandbox.device_available(options.device):
+        return options.device
+    if options.device_fallback:
+        return "cpu"
+    raise SandboxUnavailable(f"no {options.device.upper()} on this host (no device nodes for it under /dev); "
+                             "pass --device-fallback to grade on the CPU, or --device cpu")
