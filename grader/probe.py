@@ -26,8 +26,8 @@ WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
 # exercise is a section: announced, bounded by its own timer, then answered on a
 # line of its own, so one round trip probes every exercise.
 _PROGRAM = r"""
-def __grader_probe(user, request_text, wire_source, seconds):
-    import json, signal, sys
+def __grader_probe(user, request_text, wire_source, seconds, journal):
+    import json, os, signal, sys
     BEGIN, ANSWER = __MARKS__
     wire = {}
     exec(compile(wire_source, "<grader wire>", "exec"), wire)
@@ -44,6 +44,20 @@ def __grader_probe(user, request_text, wire_source, seconds):
     def say(line):
         sys.stdout.write("\n" + nonce + line + "\n")
         sys.stdout.flush()
+
+    def note(line):  # on file as soon as write returns, even if the kernel dies the next instant
+        if not journal:
+            return
+        try:
+            fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        except OSError:
+            return
+        try:
+            os.write(fd, (nonce + line + "\n").encode())
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def inputs(case):
         return [user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg else arg
@@ -91,6 +105,7 @@ def __grader_probe(user, request_text, wire_source, seconds):
     previous = signal.signal(signal.SIGALRM, expire)
     try:
         for section in request["sections"]:
+            note(BEGIN + section["key"])
             say(BEGIN + section["key"])
             try:
                 signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -99,6 +114,7 @@ def __grader_probe(user, request_text, wire_source, seconds):
                 answers = {"timeout": True}
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            note(ANSWER + section["key"])
             say(ANSWER + section["key"] + ":" + json.dumps(answers))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -144,25 +160,29 @@ _PROGRAM_LITERAL = json.dumps(_PROGRAM.replace("__MARKS__", repr((run.SECTION_BE
 _WIRE_LITERAL = json.dumps(WIRE_SOURCE)
 
 
-def cell_source(plans: list[ExercisePlan] | tuple[ExercisePlan, ...], nonce: str, seconds: float) -> str:
+def cell_source(plans: list[ExercisePlan] | tuple[ExercisePlan, ...], nonce: str, seconds: float,
+                journal: str = "") -> str:
     """The probe cell for these exercises: one line whose program, wire code and request are string literals.
 
     IPython tokenizes every cell before it runs it; a string literal is one
     token, so the cell costs the kernel little more than a bare call would.
     The program is compiled into a fresh namespace of its own: no name is left
-    in the student's. Each exercise may take `seconds`.
+    in the student's. Each exercise may take `seconds`; each one's start and end are
+    also noted in the file `journal` (run.JOURNAL), if one is given.
     """
     request = {"nonce": nonce, "sections": [{"key": plan.exercise_id, "needs": list(plan.needs),
                                              "cases": [case.request() for case in plan.cases]} for plan in plans]}
     request_literal = json.dumps(json.dumps(request, allow_nan=True))
     return (f"(lambda space: exec(compile({_PROGRAM_LITERAL}, '<grader probe>', 'exec'), space) "
-            f"or space['__grader_probe'])({{}})(globals(), {request_literal}, {_WIRE_LITERAL}, {float(seconds)!r})\n")
+            f"or space['__grader_probe'])({{}})(globals(), {request_literal}, {_WIRE_LITERAL}, {float(seconds)!r}, "
+            f"{json.dumps(journal)})\n")
 
 
 def sectioned(plans: list[ExercisePlan], nonce: str, seconds: float) -> run.Sectioned:
     """Every exercise's probe as one tail cell; an exercise that kills or hangs the kernel is left out on retry."""
     by_key = {plan.exercise_id: plan for plan in plans}
-    return run.Sectioned(tuple(by_key), lambda keys: cell_source([by_key[k] for k in keys], nonce, seconds),
+    return run.Sectioned(tuple(by_key),
+                         lambda keys, journal: cell_source([by_key[k] for k in keys], nonce, seconds, journal),
                          nonce, seconds)
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
+import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -80,21 +82,29 @@ class Executed:
 SECTION_BEGIN, SECTION_ANSWER = "begin:", "answer:"
 """After the marker: `begin:<key>` opens a section, `answer:<key>:<payload>` closes it."""
 
+JOURNAL = "probe-journal"
+"""A file in the kernel's run dir where a sectioned cell also notes `begin:<key>` and `answer:<key>` with a plain
+write(2). Its stdout is sent later by the kernel's IOPub thread, and a kernel that dies (os._exit, a crash) loses
+what was not yet sent; a write is on file when it returns, so the journal still names the section that was running."""
+JOURNAL_BYTES = 64 * 1024
+"""The journal's tail that is read; only the student's own code could make it longer."""
+
 
 @dataclass(frozen=True)
 class Sectioned:
     """One tail cell that runs several sections in turn (one round trip for all of them).
 
     The cell prints `<marker>begin:<key>` before each section and
-    `<marker>answer:<key>:<payload>` after it, and bounds each section's time
-    itself. If the kernel dies or hangs in a section, that section is left out
-    of the next attempt, as a cell of its own would be.
+    `<marker>answer:<key>:<payload>` after it, notes both in a journal file
+    (see JOURNAL), and bounds each section's time itself. If the kernel dies
+    or hangs in a section, that section is left out of the next attempt, as a
+    cell of its own would be.
     """
 
     sections: tuple[str, ...]
     """Section keys, in the order the cell runs them."""
-    build: Callable[[tuple[str, ...]], str]
-    """The cell's source for these sections."""
+    build: Callable[[tuple[str, ...], str], str]
+    """The cell's source for these sections, given the journal's path (empty: no journal)."""
     marker: str
     """The per-run nonce that starts every marker line."""
     seconds_each: float
@@ -276,19 +286,39 @@ def _stdout(cell: Any) -> str:
                    and o.get("name") == "stdout")
 
 
+def read_journal(path: str) -> str:
+    """The tail of a sectioned cell's journal; empty if it is missing or not a regular file (the kernel could
+    have put a FIFO or a link in its place)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        return os.pread(fd, JOURNAL_BYTES, max(0, info.st_size - JOURNAL_BYTES)).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def _left_out(status: str) -> dict[str, str]:
     """The outcome of a tail cell or section left out of this attempt because it hung or killed the last kernel."""
     return {"status": status, "detail": "left out after it " + ("hung" if status == "timeout" else "killed the kernel")}
 
 
 def _sections_stopped(result: "_Attempt", entry: tuple[Sectioned, tuple[str, ...]], text: str, status: str,
-                      why: str, fired: bool) -> str:
+                      why: str, fired: bool, journal: str = "") -> str:
     """A sectioned cell ended with its kernel dead or stuck: answered sections keep their answers, the section
-    that was running takes the blame (returned), and the rest did not run."""
+    that was running takes the blame (returned), and the rest did not run (nor did one that finished but whose
+    answer the dying kernel never sent: it runs again next attempt).
+
+    The journal's text names the running section even when the stdout that announced it was lost."""
     source, keep = entry
-    begun, answered = source.progress(text)
-    running = next((s for s in reversed(begun) if s not in answered and s in keep), None)
-    running = running or next((s for s in keep if s not in answered), keep[0])
+    running = stopped_section(source, keep, text, journal)
+    _, answered = source.progress(text)
     for section in keep:
         if section in answered:
             result.tail[section] = {"status": "ok", "stdout": text, "error": "", "detail": ""}
@@ -298,6 +328,19 @@ def _sections_stopped(result: "_Attempt", entry: tuple[Sectioned, tuple[str, ...
             result.tail[section] = {"status": "timeout" if fired else "skipped",
                                     "detail": "the notebook ran past its time limit" if fired else "the kernel stopped"}
     return running
+
+
+def stopped_section(source: Sectioned, keep: tuple[str, ...], text: str, journal: str) -> str:
+    """The section a sectioned cell was in when its kernel stopped: the last one begun and not finished, by its
+    journal, else by its stdout, else the first not finished."""
+    noted_begun, noted_done = source.progress(journal)
+    begun, answered = source.progress(text)
+    done = noted_done | answered
+    for started in (noted_begun, begun):
+        running = next((s for s in reversed(started) if s not in done and s in keep), None)
+        if running:
+            return running
+    return next((s for s in keep if s not in done), keep[0])
 
 
 @dataclass
@@ -393,6 +436,9 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
     result = _Attempt()
     nb = copy.deepcopy(notebook)
     n_student = len(nb.cells)
+    km = make_kernel()
+    rundir = getattr(km, "rundir", None)
+    journal = os.path.join(rundir, JOURNAL) if rundir else ""
     tail_index: dict[int, str] = {}
     sectioned: dict[int, tuple[Sectioned, tuple[str, ...]]] = {}
     for key, source in tail:
@@ -404,12 +450,11 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
             if not keep:
                 continue
             sectioned[len(nb.cells)] = (source, keep)
-            source = source.build(keep)
+            source = source.build(keep, journal)
         cell = nbformat.v4.new_code_cell(source)
         cell["id"] = f"grader-probe-{len(nb.cells)}"
         tail_index[len(nb.cells)] = key
         nb.cells.append(cell)
-    km = make_kernel()
     km.client_class = "grader.run._BoundedKernelClient"
     _BoundedKernelClient.max_message_bytes = limits.max_message_bytes
     client = _Client(nb, km=km, limits=limits, student_cells=n_student, allow_errors=True,
@@ -485,7 +530,8 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
                            if flood else "the kernel died while running this cell")
                     if index in sectioned:
                         key = _sections_stopped(result, sectioned[index], _stdout(cell), status,
-                                                why if not timed else "timed out", state["fired"])
+                                                why if not timed else "timed out", state["fired"],
+                                                read_journal(journal) if journal else "")
                     elif is_tail:
                         result.tail[key] = {"status": status, "detail": why if not timed else "timed out"}
                     else:
