@@ -437,8 +437,7 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
     nb = copy.deepcopy(notebook)
     n_student = len(nb.cells)
     km = make_kernel()
-    rundir = getattr(km, "rundir", None)
-    journal = os.path.join(rundir, JOURNAL) if rundir else ""
+    journal = str(km.rundir / JOURNAL)
     tail_index: dict[int, str] = {}
     sectioned: dict[int, tuple[Sectioned, tuple[str, ...]]] = {}
     for key, source in tail:
@@ -531,7 +530,7 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
                     if index in sectioned:
                         key = _sections_stopped(result, sectioned[index], _stdout(cell), status,
                                                 why if not timed else "timed out", state["fired"],
-                                                read_journal(journal) if journal else "")
+                                                read_journal(journal))
                     elif is_tail:
                         result.tail[key] = {"status": status, "detail": why if not timed else "timed out"}
                     else:
