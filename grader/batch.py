@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader import grading
-from grader import files, layouts, lessons, record, render, sign
+from grader import escape, files, layouts, lessons, record, render, sign
 from grader import roster as class_list
 
 @dataclass(frozen=True)
@@ -91,8 +91,19 @@ def default_jobs() -> int:
 
 
 def digest(path: Path) -> str:
-    """SHA-256 of the file, as load.read computes it."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """SHA-256 of the file, as load.read computes it (never through a link; "" for what cannot be read)."""
+    try:
+        return hashlib.sha256(files.read_regular(path)).hexdigest()
+    except OSError:
+        return ""
+
+
+def _entry_digest(entry: layouts.Entry) -> str:
+    """The gradebook's key for what a student handed in: one file's digest, or one over several (or over the
+    reason nothing of theirs was read)."""
+    if entry.refused:
+        return hashlib.sha256(entry.refused.encode("utf-8", "backslashreplace")).hexdigest()
+    return digest(entry.paths[0]) if len(entry.paths) == 1 else _joint_digest(list(entry.paths))
 
 
 class _Progress:
@@ -111,11 +122,11 @@ class _Progress:
             width = 30
             filled = int(width * self.done / max(1, self.total))
             self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                              f"ETA {eta:5.0f} s  {student[:20]:<20} {what[:40]:<40}")
+                              f"ETA {eta:5.0f} s  {escape.terminal(student[:20]):<20} {escape.terminal(what[:40]):<40}")
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(f"graded {self.done}/{self.total} {student} {what} (eta {eta:.0f} s)\n")
+            self.stream.write(escape.terminal(f"graded {self.done}/{self.total} {student} {what} (eta {eta:.0f} s)") + "\n")
         self.stream.flush()
 
 
@@ -135,10 +146,10 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     todo, clashes, skipped = [], [], 0
     entries = {entry.student: entry for entry in found.entries}
     for entry in found.entries:
-        key = digest(entry.paths[0]) if len(entry.paths) == 1 else _joint_digest(list(entry.paths))
+        key = _entry_digest(entry)
         if book.has(lesson.id, entry.student, key):
             skipped += 1
-        elif len(entry.paths) == 1:
+        elif len(entry.paths) == 1 and not entry.refused:
             todo.append(entry)
         else:
             clashes.append(entry)
@@ -265,13 +276,15 @@ def _joint_digest(paths: list[Path]) -> str:
 
 
 def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, dict[str, Any]]]:
-    """A student with more than one file is rejected without guessing which one counts."""
+    """A student with more than one file is rejected without guessing which one counts; one whose files could not
+    be read safely (a link, a device, a refused zip entry) is rejected with why."""
     for entry in clashes:
-        names = ", ".join(p.name for p in entry.paths)
-        reason = f"{len(entry.paths)} files for student {entry.student!r} ({names}): keep one and rerun the batch"
+        names = ", ".join(layouts.printable(p.name) for p in entry.paths)
+        reason = entry.refused or (f"{len(entry.paths)} files for student {entry.student!r} ({names}): keep one "
+                                   "and rerun the batch")
         data = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student).to_dict()
         data["submission"] = names
-        data["digest"] = _joint_digest(list(entry.paths))
+        data["digest"] = _entry_digest(entry)
         yield entry, data
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from grader import layouts
+from grader import escape, layouts
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
 from grader.options import MAX_HASH_SEED, Options
@@ -49,10 +49,15 @@ def _options(*, sandbox: str | None = None, default_sandbox: str = "auto", cell_
     return Options(limits=limits, sandbox=sandbox or default_sandbox, **fields)
 
 
+def _echo(text: Any = "", err: bool = False) -> None:
+    """Every line the CLI prints: student-controlled text (file names, messages) cannot drive the terminal."""
+    click.echo(escape.terminal(text), err=err)
+
+
 def _warn_sandbox(data: dict[str, Any]) -> None:
     box = data.get("sandbox") or {}
     if box.get("missing"):
-        click.echo(f"grader: warning: isolation layers missing ({', '.join(box['missing'])}): {box.get('missing_reason')}",
+        _echo(f"grader: warning: isolation layers missing ({', '.join(box['missing'])}): {box.get('missing_reason')}",
                    err=True)
 
 
@@ -75,7 +80,7 @@ def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None, m
     key = sign.signing_key()
     data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown)
     if key is None and json_path and data.get("status") == "graded":  # a rejection stays one line
-        click.echo("grader: note: the result is unsigned (no course key here: grader keys init)", err=True)
+        _echo("grader: note: the result is unsigned (no course key here: grader keys init)", err=True)
     if json_path == "-":
         sys.stdout.write(record.dumps(data))
         sys.stdout.flush()
@@ -97,15 +102,15 @@ class _Main(click.Group):
         except _Interrupted as err:
             # Leave at once: every record is already on disk, workers and kernels die with this process
             # (PDEATHSIG, bwrap --die-with-parent), and an orderly exit could wait on a pool's threads.
-            click.echo(f"\ngrader: {err}", err=True)
+            _echo(f"\ngrader: {err}", err=True)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
         except KeyboardInterrupt:
-            click.echo("\ngrader: interrupted", err=True)
+            _echo("\ngrader: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except GraderError as err:
-            click.echo(f"grader: {err}", err=True)
+            _echo(f"grader: {err}", err=True)
             sys.exit(EXIT_BAD_INPUT)
 
 
@@ -185,7 +190,7 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
     _warn_sandbox(data)
     _emit(data, json_path, html_path, md_path, notebook_path, result.notebook)
     if json_path != "-":
-        click.echo(render.result_text(data))
+        _echo(render.result_text(data))
 
 
 @main.command("check")
@@ -199,7 +204,7 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
 
     options = _options(sandbox=sandbox, default_sandbox="none", cell_timeout=cell_timeout, public_only=True)
     result = grading.grade(submission, lesson_id, options)
-    click.echo(render.result_text(result.to_dict()))
+    _echo(render.result_text(result.to_dict()))
 
 
 @main.command("release")
@@ -209,7 +214,7 @@ def release_cmd(lesson_id: str, out_dir: Path) -> None:
     """Write the student notebook of a lesson (no reference code in it)."""
     from grader import lessons
 
-    click.echo(str(lessons.release(lesson_id, out_dir)))
+    _echo(str(lessons.release(lesson_id, out_dir)))
 
 
 @main.command("validate")
@@ -220,7 +225,7 @@ def validate_cmd(lesson_id: str, **flags: Any) -> None:
     from grader import grading, render
 
     outcome = grading.validate(lesson_id, _options(**flags))
-    click.echo(render.validation_text(outcome))
+    _echo(render.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
 
 
@@ -242,7 +247,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 
     options = _options(zygote=not no_zygote, **flags)
     if options.sandbox == "none":
-        click.echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
+        _echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
     if options.hash_seed is None:  # one for the whole batch, fixed now: the template's interpreter starts with it
         options = replace(options, hash_seed=secrets.randbelow(MAX_HASH_SEED + 1))
@@ -256,7 +261,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
     except KeyboardInterrupt:
         raise _Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None
-    click.echo(batching.report_line(summary))
+    _echo(batching.report_line(summary))
 
 
 @main.command("portfolio")
@@ -269,9 +274,9 @@ def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | No
 
     unsigned = portfolio.build(list(sources), out_file, lesson_id)
     if unsigned:
-        click.echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them",
+        _echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them",
                    err=True)
-    click.echo(str(out_file))
+    _echo(str(out_file))
 
 
 @main.group("keys")
@@ -287,7 +292,7 @@ def keys_init_cmd(folder: Path | None) -> None:
     from grader import sign
 
     key_path, pub_path = sign.init(folder)
-    click.echo(f"{key_path} (private: back it up, never share it)\n{pub_path} (public: give it to whoever verifies)\n"
+    _echo(f"{key_path} (private: back it up, never share it)\n{pub_path} (public: give it to whoever verifies)\n"
                f"fingerprint {sign.fingerprint(sign.public_key(pub_path))}")
 
 
@@ -301,7 +306,7 @@ def verify_cmd(target: Path, key_path: Path) -> None:
 
     lines = verify.file(target, key_path)
     for line in lines:
-        click.echo(line.text())
+        _echo(line.text())
     sys.exit(EXIT_OK if all(line.ok for line in lines) else EXIT_UNSOUND)
 
 
@@ -316,7 +321,7 @@ def build_solution_cmd(lesson_id: str) -> None:
     lesson = lessons.get(lesson_id)
     target = lesson.solutions / "solution.ipynb"
     files.write_text(target, nbformat.writes(lessons.solution_notebook(lesson)))
-    click.echo(str(target))
+    _echo(str(target))
 
 
 @main.command("export")
@@ -335,7 +340,7 @@ def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | 
     from grader import platforms
 
     written = platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment, assignment_id)
-    click.echo(str(written))
+    _echo(str(written))
 
 
 @main.command("gradescope-run", hidden=True)
@@ -346,8 +351,7 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
     from grader import files, grading, platforms
 
     began = time.monotonic()
-    found = [p for p in sorted((root / "submission").rglob("*")) if p.is_file()
-             and not any(layouts.ignorable(part) for part in p.relative_to(root / "submission").parts)]
+    found = layouts.files_under(root / "submission") if (root / "submission").is_dir() else []
     if len(found) == 1:
         data = grading.grade_one(found[0], lesson_id, _options(), student="submission")
     else:
@@ -356,7 +360,7 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
         data = grading.rejected(root / "submission", why, lesson_id, "submission").to_dict()
     results = platforms.gradescope_results(data, time.monotonic() - began)
     files.write_text(root / "results" / "results.json", json.dumps(results, indent=2))
-    click.echo(f"{results['score']:g} points; results in {root / 'results' / 'results.json'}")
+    _echo(f"{results['score']:g} points; results in {root / 'results' / 'results.json'}")
 
 
 __all__ = ["main", "SubmissionRejected"]

@@ -62,6 +62,24 @@ def write_bytes(path: str | Path, data: bytes, private: bool = False) -> Path:
     return Path(path)
 
 
+class TooLarge(OSError):
+    """More bytes than a write was allowed."""
+
+
+def write_chunks(path: str | Path, chunks: Iterator[bytes], limit: int | None = None) -> Path:
+    """Write a stream of bytes atomically, never holding it whole; past `limit` bytes nothing is written
+    (`TooLarge`). A folder where the file should be, or a file where a folder should be, raises as `mkdir` and
+    `rename` do (FileExistsError, NotADirectoryError, IsADirectoryError)."""
+    with replacing(path) as tmp, open(tmp, "wb") as out:
+        written = 0
+        for chunk in chunks:
+            written += len(chunk)
+            if limit is not None and written > limit:
+                raise TooLarge(f"more than {limit} bytes")
+            out.write(chunk)
+    return Path(path)
+
+
 def write_text(path: str | Path, text: str, private: bool = False) -> Path:
     """Write UTF-8 text atomically."""
     return write_bytes(path, text.encode("utf-8"), private)
@@ -85,3 +103,51 @@ def install_folder(filled: str | Path, target: str | Path) -> Path:
             raise
         shutil.rmtree(filled, ignore_errors=True)
     return target
+
+
+# ---- one way in: files read on a student's behalf ----
+
+class NotRegular(OSError):
+    """A path that is a link, a device, a FIFO, a socket or a folder where a regular file was expected."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file is, in words, from its `st_mode` (lstat's: a link is a link)."""
+    import stat
+
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                       (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file, opened without following a link in its last component and checked again
+    after opening (a link, FIFO or device put in its place is never read); at most `limit` + 1 bytes.
+
+    Raises `NotRegular` (naming what it is instead) or the OSError of the open.
+    """
+    import errno
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotRegular(errno.ELOOP, "a symbolic link", str(path)) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(errno.EINVAL, kind_of(info.st_mode), str(path))
+        data = bytearray()
+        while limit is None or len(data) <= limit:
+            chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit + 1 - len(data)))
+            if not chunk:
+                break
+            data += chunk
+        return bytes(data)
+    finally:
+        os.close(fd)

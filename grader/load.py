@@ -20,7 +20,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbformat.v4.rwbase import rejoin_lines, strip_transient
 
-from grader import shapes
+from grader import files, shapes
 from grader.errors import SubmissionRejected
 
 MAX_BYTES = 20 * 1024 * 1024
@@ -54,19 +54,19 @@ class Submission:
 def read(path: str | Path, student: str | None = None) -> Submission:
     """Read and normalise one submission, or raise `SubmissionRejected`."""
     path = Path(path)
-    if not path.is_file():
-        raise SubmissionRejected(f"{path}: no such file")
     suffix = path.suffix.lower()
-    if suffix not in (".ipynb", ".py"):
+    if suffix not in (".ipynb", ".py") and not path.is_symlink():
+        if not path.exists():
+            raise SubmissionRejected(f"{path}: no such file")
         raise SubmissionRejected(
             f"{path.name}: '{suffix or 'no suffix'}' files are not graded; submit your .ipynb notebook or a .py script"
         )
-    raw = path.read_bytes()
+    raw = _read(path)
     if not raw.strip():
         raise SubmissionRejected(f"{path.name}: the file is empty; save your work and submit again")
     if len(raw) > MAX_BYTES:
         raise SubmissionRejected(
-            f"{path.name}: {len(raw) // 1024**2} MiB is over the {MAX_BYTES // 1024**2} MiB limit; clear large outputs and save again"
+            f"{path.name}: over the {MAX_BYTES // 1024**2} MiB limit; clear large outputs and save again"
         )
     text = _utf8(path.name, raw)
     if suffix == ".py":
@@ -88,6 +88,19 @@ def read(path: str | Path, student: str | None = None) -> Submission:
         lesson_hint=hint,
         explanations=_explanations(notebook),
     )
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, never through a link in its last component, nor from a FIFO or a device."""
+    try:
+        return files.read_regular(path, MAX_BYTES)
+    except files.NotRegular as err:
+        raise SubmissionRejected(f"{path.name}: {err.strerror}, not a regular file; submit the notebook file itself "
+                                 "(links, devices and FIFOs are never read)") from None
+    except FileNotFoundError:
+        raise SubmissionRejected(f"{path}: no such file") from None
+    except OSError as err:
+        raise SubmissionRejected(f"{path.name}: cannot be read ({err.strerror or err})") from None
 
 
 def _utf8(name: str, raw: bytes) -> str:

@@ -19,7 +19,6 @@ hidden test and are earned only when both pass.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
@@ -28,7 +27,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grader import files, layouts, lessons, record, render
+from grader import escape, files, layouts, lessons, record, render
 from grader import roster as class_list
 from grader.errors import GraderError
 
@@ -146,9 +145,7 @@ def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster:
         data = by_id.get(m.student)
         score = f"{data['score']:g}" if data and data.get("status") == "graded" else ""
         rows.append([m.name, m.student, m.sis_user_id, m.sis_login_id, m.section, score])
-    text = io.StringIO(newline="")
-    csv.writer(text, lineterminator="\r\n").writerows(rows)
-    files.write_text(target / "gradebook.csv", text.getvalue())
+    files.write_text(target / "gradebook.csv", escape.csv_text(rows))
     for data in results:
         files.write_text(target / "comments" / _comment_name(data), render.result_text(data) + "\n")
     return target

@@ -7,8 +7,6 @@ interrupted and restarted grades only what is missing and loses nothing.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sys
 import sqlite3
@@ -16,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import files
+from . import escape, files
 from .errors import GradebookError
 
 SCHEMA = 1
@@ -189,6 +187,4 @@ def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str 
     for row in absent:
         rows.append([row["student"], "", "missing", "", "", *[""] * len(exercise_ids), "no submission",
                      row.get("name", ""), ""])
-    text = io.StringIO(newline="")
-    csv.writer(text).writerows(rows)
-    files.write_text(path, text.getvalue())
+    files.write_text(path, escape.csv_text(rows))

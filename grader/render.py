@@ -14,7 +14,7 @@ from typing import Any
 
 import jinja2
 
-from grader import figure, lessons
+from grader import escape, figure, lessons
 from grader.judge import plain
 from grader.errors import LessonError
 from grader.lessons import course_folder
@@ -162,6 +162,8 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
         context = {"measured_values": [], "simulated_views": {}, "simulated_values": [],
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
     context["figure"] = ""
+    context["replay"] = replay_command(result)
+    context["replay_md"] = escape.md_code(context["replay"])
     context["receipt"] = RECEIPT
     context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])
     spec: dict[str, Any] = {}
@@ -190,6 +192,15 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
     return context
+
+
+def replay_command(result: dict[str, Any]) -> str:
+    """The command that replays a grade's hidden cases, quoted for a shell whatever the file is called;
+    "" where the result holds no seed to replay."""
+    if result.get("seed") is None or result.get("hash_seed") is None:
+        return ""
+    return escape.command(["grader", "grade", result.get("submission") or "SUBMISSION", "--lesson",
+                           result.get("lesson") or "", "--seed", result["seed"], "--hash-seed", result["hash_seed"]])
 
 
 def _values_context(result: dict[str, Any]) -> dict[str, Any]:

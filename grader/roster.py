@@ -14,7 +14,13 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import files
 from grader.errors import GraderError
+
+MAX_BYTES = 16 * 1024**2
+"""A class list is kilobytes; Canvas's export of a large course a few MiB."""
+MAX_FIELD = 1024
+"""A name, an id or a section is short; a longer field means the file is not a class list."""
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 PLAIN_HEADERS = ("student", "student_id", "id", "login", "username")
@@ -58,12 +64,25 @@ def read(path: str | Path) -> Roster:
     """Read a roster file, or raise GraderError with the reason."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw = files.read_regular(path, MAX_BYTES)
+        text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
-        raise GraderError(f"cannot read the roster {path}: {err}") from err
-    rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+        raise GraderError(f"cannot read the roster {path}: {getattr(err, 'strerror', None) or err}") from None
+    if len(raw) > MAX_BYTES:
+        raise GraderError(f"the roster {path} is over {MAX_BYTES >> 20} MiB: not a class list")
+    if "\0" in text or text.lstrip()[:1] in ("{", "["):
+        raise GraderError(f"the roster {path} is not a CSV (it looks like JSON or a binary file): pass the class "
+                          "list or Canvas's gradebook export")
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    except csv.Error as err:
+        raise GraderError(f"the roster {path} is not a CSV this tool can read ({err})") from None
     if not rows:
         raise GraderError(f"the roster {path} names no students")
+    for number, row in enumerate(rows, 1):
+        if any(len(cell) > MAX_FIELD for cell in row):
+            raise GraderError(f"the roster {path}: row {number} has a field over {MAX_FIELD} characters; "
+                              "not a class list")
     header = [cell.strip() for cell in rows[0]]
     if all(column in header for column in CANVAS_COLUMNS[:2]):
         at = {column: header.index(column) for column in CANVAS_COLUMNS if column in header}

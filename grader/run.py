@@ -27,6 +27,9 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from traitlets import Type
+
+from grader import kernel_messages
 from grader.limits import Limits
 from grader.sandbox import _SandboxKernelManager
 
@@ -127,9 +130,14 @@ class _Stuck(Exception):
 
 
 class _BoundedKernelClient(AsyncKernelClient):
-    """Refuses oversized ZMQ messages, so a flood cannot grow the grader's memory."""
+    """Refuses oversized ZMQ messages, so a flood cannot grow the grader's memory, and malformed ones
+    (kernel_messages), so a garbled protocol is the student's error, never the grader's."""
 
     max_message_bytes = 16 * 1024 * 1024
+    shell_channel_class = Type(kernel_messages.CheckedChannel)
+    iopub_channel_class = Type(kernel_messages.CheckedChannel)
+    stdin_channel_class = Type(kernel_messages.CheckedChannel)
+    control_channel_class = Type(kernel_messages.CheckedChannel)
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:  # type: ignore[override]
         """Ready once the kernel answers kernel_info and IOPub delivers, as jupyter_client's own check, but
@@ -220,10 +228,18 @@ class _Client(NotebookClient):
     _current_index = -1
 
 
-async def _watch_flood(socket: Any, km: Any, state: dict[str, Any]) -> None:
+async def _watch_protocol(channel: kernel_messages.CheckedChannel, km: Any, state: dict[str, Any]) -> None:
+    """A kernel that sent a malformed message is stopped; nbclient then meets a dead kernel on its own path."""
+    await channel.broken.wait()
+    state["garbled"] = state["garbled"] or channel.malformed
+    await km.shutdown_kernel(now=True)
+
+
+async def _watch_flood(channel: Any, km: Any, state: dict[str, Any]) -> None:
     """libzmq drops a connection for good when a message exceeds MAXMSGSIZE: stop the kernel then."""
     from zmq.utils.monitor import parse_monitor_message
 
+    socket = channel.socket
     monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
     try:
         while True:
@@ -464,7 +480,7 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
         client.caps[index] = (limits.probe_payload_bytes + 4096) * len(keep)
     watchdog: asyncio.Task[None] | None = None
     monitors: list[asyncio.Task[None]] = []
-    state: dict[str, Any] = {"fired": False, "flood": False}
+    state: dict[str, Any] = {"fired": False, "flood": False, "garbled": ""}
 
     async def _watch() -> None:
         await asyncio.sleep(max(0.0, deadline - time.monotonic()))
@@ -487,8 +503,9 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
             result.startup = time.monotonic() - started
             watchdog = asyncio.ensure_future(_watch())
             assert client.kc is not None
-            monitors = [asyncio.ensure_future(_watch_flood(channel.socket, km, state))
-                        for channel in (client.kc.iopub_channel, client.kc.shell_channel)]
+            monitors = [asyncio.ensure_future(watch(channel, km, state))
+                        for channel in (client.kc.iopub_channel, client.kc.shell_channel)
+                        for watch in (_watch_flood, _watch_protocol)]
             executed = 0
             for index, cell in enumerate(nb.cells):
                 is_tail = index >= n_student
@@ -523,10 +540,22 @@ async def _one_attempt(notebook: Any, tail: list[tuple[str, str | Sectioned]], l
                     elapsed = time.monotonic() - t0
                     await asyncio.sleep(0.3)  # let the flood monitor report first
                     flood = bool(state["flood"])
+                    garbled = state["garbled"]
                     timed = state["fired"] or not isinstance(err, DeadKernelError)
                     status = "timeout" if timed else "died"
                     why = (f"flooded its output (a message over {limits.max_message_bytes // 2**20} MiB); the kernel was stopped"
-                           if flood else "the kernel died while running this cell")
+                           if flood else f"broke the kernel protocol: it sent {garbled}; the kernel was stopped" if garbled
+                           else "the kernel died while running this cell")
+                    if garbled and is_tail:
+                        # Which probe garbled the protocol cannot be told (the kernel goes on past it): every
+                        # exercise not answered before the first bad message fails, and nothing is rerun.
+                        answered = sectioned[index][0].progress(_stdout(cell))[1] if index in sectioned else set()
+                        for section in (sectioned[index][1] if index in sectioned else (key,)):
+                            result.tail[section] = ({"status": "ok", "stdout": _stdout(cell), "error": "", "detail": ""}
+                                                    if section in answered else
+                                                    {"status": "ok", "stdout": "", "error": f"your code {why}"})
+                        _finish_rest(index + 1, "not-run", "the kernel stopped")
+                        break
                     if index in sectioned:
                         key = _sections_stopped(result, sectioned[index], _stdout(cell), status,
                                                 why if not timed else "timed out", state["fired"],

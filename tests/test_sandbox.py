@@ -310,23 +310,46 @@ def test_homes_of_dead_zygotes_are_swept_and_live_ones_kept(tmp_path):
 
 @both
 def test_every_kernel_has_a_user_namespace_and_no_terminal_of_its_own(make_notebook, warm):
+    """Two kernels alive at the same time have two user namespaces. (Compared one after the other, a freed
+    namespace's inode number can be handed to the next one, and "shared" could not be told from "reused".)"""
+    import threading
+
     import nbformat
 
     from grader import run, zygote
 
     report = sandbox.plan(FAST)
+    tag = uuid.uuid4().hex[:8]
+    holder = nbformat.read(str(make_notebook(
+        "import os, time\n"
+        f"ns = os.readlink('/proc/self/ns/user')\nopen('held-{tag}', 'w').write(ns)\n"
+        "deadline = time.monotonic() + 100\n"
+        f"while not os.path.exists('release-{tag}') and time.monotonic() < deadline:\n    time.sleep(0.05)\n"
+        "print(ns, time.monotonic() < deadline)")), 4)
     notebook = nbformat.read(str(make_notebook(
         "import os, resource\n"
         "print(os.readlink('/proc/self/ns/user'), resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
         "try:\n    os.open('/dev/tty', os.O_RDWR)\n    print('tty')\nexcept OSError as err:\n    print(err.errno)")), 4)
-    make = (lambda: zygote.kernel_manager(report, FAST)) if warm else (lambda: sandbox.kernel_manager(report, FAST))
-    seen = []
-    for _ in range(2):
-        done = run.execute(notebook, [], FAST, make)
-        seen.append("".join(o.get("text", "") for o in done.notebook.cells[0].outputs).split())
-    assert seen[0][0] != seen[1][0] != os.readlink("/proc/self/ns/user")  # one namespace per kernel
-    assert seen[0][1] == str(FAST.processes)
-    assert seen[0][2] == "6"  # ENXIO: no controlling terminal to type into
+    slow = replace(FAST, cell_timeout=120, notebook_timeout=150)
+    make = (lambda: zygote.kernel_manager(report, slow)) if warm else (lambda: sandbox.kernel_manager(report, slow))
+    held: list[Any] = []
+    thread = threading.Thread(target=lambda: held.append(run.execute(holder, [], slow, make)))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not list(sandbox.run_root().glob(f"scratch/*/held-{tag}")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        marker = next(iter(sandbox.run_root().glob(f"scratch/*/held-{tag}")))
+        done = run.execute(notebook, [], FAST, make)   # while the holder's kernel is still alive
+        (marker.parent / f"release-{tag}").write_text("")
+    finally:
+        thread.join(timeout=150)
+    first = "".join(o.get("text", "") for o in held[0].notebook.cells[0].outputs).split()
+    second = "".join(o.get("text", "") for o in done.notebook.cells[0].outputs).split()
+    assert first[1] == "True"  # the holder was released by the test, so both kernels were alive at once
+    assert first[0] != second[0] != os.readlink("/proc/self/ns/user")  # one namespace per kernel
+    assert second[1] == str(FAST.processes)
+    assert second[2] == "6"  # ENXIO: no controlling terminal to type into
 
 
 def test_a_kernel_cannot_type_into_the_terminal_of_grade(tmp_path):

@@ -1,0 +1,63 @@
+"""One way out for text a student controls: made safe for the medium it goes to, here and nowhere else.
+
+- CSV (`csv_text`): a cell that a spreadsheet would read as a formula (it
+  begins with `=`, `+`, `-`, `@`, a tab or a carriage return, after any
+  spaces) is prefixed with `'`, as OWASP's CSV-injection guidance says, and
+  `|` is escaped; numbers stay numbers, and text that is a plain number
+  (`-2.5`) stays as it is.
+- Shell (`command`): every command shown to a person is `shlex.join`ed, so a
+  file named `x;$(touch PWNED);#.ipynb` is one quoted word.
+- Terminal (`terminal`): control characters (escape sequences, bells,
+  backspaces; C0, DEL and C1) are shown as `\\x1b`-style text; newlines and
+  tabs stay.
+- HTML is escaped by the templates' autoescaping (render), Markdown code by
+  `md_code`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shlex
+from typing import Any, Iterable
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "|", "%")
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def csv_cell(value: Any) -> Any:
+    """One cell, safe to open in a spreadsheet: numbers as they are, formula-like text neutralised."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = str(value)
+    lead = text.lstrip(" ")
+    if lead[:1] in FORMULA_STARTS and not _NUMBER.match(lead):
+        return "'" + text.replace("|", "\\|")
+    return text
+
+
+def csv_text(rows: Iterable[Iterable[Any]], lineterminator: str = "\r\n") -> str:
+    """Rows as CSV text, every cell through `csv_cell`."""
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator=lineterminator).writerows([csv_cell(cell) for cell in row] for row in rows)
+    return out.getvalue()
+
+
+def terminal(text: Any) -> str:
+    """Text for a terminal: control characters (except newline and tab) made visible, never obeyed."""
+    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(text))
+
+
+def command(argv: Iterable[Any]) -> str:
+    """A command line to show a person, each word quoted for a POSIX shell."""
+    return shlex.join(str(word) for word in argv)
+
+
+def md_code(text: str) -> str:
+    """Inline Markdown code that a backtick in `text` cannot end early (CommonMark: a longer fence)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
