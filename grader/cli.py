@@ -25,7 +25,7 @@ import click
 from grader import escape, layouts
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
-from grader.options import MAX_HASH_SEED, Options
+from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.sandbox import DEVICES
 
 EXIT_OK = 0
@@ -138,7 +138,7 @@ def _sandbox_options(fn: Any) -> Any:
     fn = click.option("--device", type=click.Choice(sorted(DEVICES)), default="cpu", show_default=True,
                       help="JAX backend for the kernel (auto: whatever JAX finds).")(fn)
     fn = click.option("--device-fallback", is_flag=True, help="Grade on the CPU when the device asked for is absent.")(fn)
-    fn = click.option("--seed", type=click.IntRange(min=0), help="Seed for hidden cases (replays a recorded grade).")(fn)
+    fn = click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Seed for hidden cases (replays a recorded grade).")(fn)
     fn = click.option("--hash-seed", type=click.IntRange(0, MAX_HASH_SEED),
                       help="The kernel's PYTHONHASHSEED (default: derived from --seed; a batch records its own).")(fn)
     fn = click.option("--no-sandbox", "sandbox", flag_value="none", help="Run the kernel without isolation.")(fn)

@@ -18,7 +18,7 @@ import nbformat
 
 from grader import compile_cache, judge, lessons, load, probe, render, run, sandbox, warm_start, wire, zygote
 from grader.errors import GraderError, LessonError, SubmissionRejected
-from grader.options import MAX_HASH_SEED, Options, device_for
+from grader.options import MAX_HASH_SEED, MAX_SEED, Options, device_for
 from grader.record import INTERNAL_ERROR, GradeResult
 
 
@@ -228,7 +228,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
     lesson = lessons.get(_lesson_id(lesson_id, submission))
-    seed = options.seed if options.seed is not None else secrets.randbelow(2**62)
+    seed = options.seed if options.seed is not None else secrets.randbelow(MAX_SEED + 1)
     hash_seed = hash_seed_for(options, seed)
     plans = _plans(lesson, seed, options.public_only)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)

@@ -14,6 +14,8 @@ from grader.limits import Limits
 
 MAX_HASH_SEED = 2**32 - 1
 """The largest PYTHONHASHSEED Python accepts."""
+MAX_SEED = 2**53 - 1
+"""The largest hidden-case seed: a signed result's integers stay exact in JSON (RFC 8785)."""
 
 
 @dataclass(frozen=True)

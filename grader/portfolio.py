@@ -24,6 +24,8 @@ from grader import files, grading, record, render, sign
 from grader.errors import GraderError
 
 MEMBERS = ("result.json", "report.html", "report.md", "notebook.ipynb")
+MANIFEST = "manifest.json"
+"""Every file of the portfolio, its digest, the student and the lessons; signed where the course key is at hand."""
 
 
 @dataclass
@@ -90,24 +92,39 @@ def build(sources: list[Path], out: Path, lesson_id: str | None = None) -> list[
     if len(students) > 1:
         raise GraderError(f"these results belong to different students ({', '.join(students)}); "
                           "a portfolio holds one student's work")
+    written: dict[str, bytes] = {}
+    for e in entries:
+        written[f"{e.folder}/result.json"] = e.result_text.encode("utf-8")
+        written[f"{e.folder}/report.html"] = e.report.encode("utf-8")
+        written[f"{e.folder}/report.md"] = e.markdown.encode("utf-8")
+        if e.notebook is not None:
+            written[f"{e.folder}/notebook.ipynb"] = e.notebook.encode("utf-8")
+    written["index.html"] = index_html(entries).encode("utf-8")
+    key = sign.signing_key()
+    listing = manifest(students[0] if students else "", [e.folder for e in entries], written)
+    written[MANIFEST] = record.dumps(sign.sign(listing, key) if key is not None else sign.unsigned(listing)).encode()
     with files.replacing(out) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for e in entries:
-            archive.writestr(f"{e.folder}/result.json", e.result_text)
-            archive.writestr(f"{e.folder}/report.html", e.report)
-            archive.writestr(f"{e.folder}/report.md", e.markdown)
-            if e.notebook is not None:
-                archive.writestr(f"{e.folder}/notebook.ipynb", e.notebook)
-        archive.writestr("index.html", index_html(entries))
+        for name, body in written.items():
+            archive.writestr(name, body)
     return [e.folder for e in entries if not e.data.get(sign.SIGNATURE)]
 
 
-def read(path: Path) -> tuple[list[Entry], dict[str, bytes]]:
-    """A portfolio's entries (as far as their results parse) and every member's bytes, for `verify`."""
+def manifest(student: str, lessons: list[str], members: dict[str, bytes]) -> dict[str, Any]:
+    """What binds a portfolio together: its student, its lessons, and every other file with its SHA-256."""
+    return {"schema": record.SCHEMA, "kind": "portfolio-manifest", "student": student, "lessons": sorted(lessons),
+            "files": {name: sign.digest(body) for name, body in sorted(members.items()) if name != MANIFEST}}
+
+
+def read(path: Path) -> tuple[list[Entry], dict[str, bytes], list[str]]:
+    """A portfolio's entries (as far as their results parse), every member's bytes, and the names that occur more
+    than once (an unzip tool would show one of them, the reader another), for `verify`."""
     try:
         with zipfile.ZipFile(path) as archive:
-            members = {name: archive.read(name) for name in archive.namelist() if not name.endswith("/")}
+            names = [info.filename for info in archive.infolist() if not info.is_dir()]
+            members = {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
     except (OSError, zipfile.BadZipFile) as err:
         raise GraderError(f"{path.name}: not a portfolio zip ({err})") from None
+    duplicates = sorted({name for name in names if names.count(name) > 1})
     entries = []
     for name in sorted(members):
         folder, _, leaf = name.rpartition("/")
@@ -115,7 +132,7 @@ def read(path: Path) -> tuple[list[Entry], dict[str, bytes]]:
             continue
         text = members[name].decode("utf-8", "replace")
         try:
-            data = json.loads(text)
+            data = sign.strict_loads(text)
         except ValueError:
             data = {}
         if isinstance(data, dict):
@@ -124,4 +141,4 @@ def read(path: Path) -> tuple[list[Entry], dict[str, bytes]]:
                 return raw.decode("utf-8", "replace") if raw is not None else None
             entries.append(Entry(folder, data, text, member("report.html") or "", member("report.md") or "",
                                  member("notebook.ipynb")))
-    return entries, members
+    return entries, members, duplicates

@@ -101,6 +101,40 @@ def fingerprint(key: Any) -> str:
     return "ed25519:" + hashlib.sha256(raw).hexdigest()[:32]
 
 
+CANONICAL = "rfc8785"
+"""The canonical form a signature covers, named in the signature: RFC 8785 (JCS) over `tagged` values."""
+TAG_NONFINITE, TAG_INT = "$nonfinite", "$int"
+SAFE_INT = 2**53 - 1
+
+
+def tagged(value: Any) -> Any:
+    """A value RFC 8785 can encode, one to one: NaN and the infinities become {"$nonfinite": "NaN"} and the
+    like (never the same as the string "NaN"), integers past 2^53 {"$int": "<digits>"}, and every key that
+    begins with `$` gets one more, so no key of the data can pass for a tag."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return {TAG_NONFINITE: "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
+    if isinstance(value, int):
+        return value if -SAFE_INT <= value <= SAFE_INT else {TAG_INT: str(value)}
+    if isinstance(value, dict):
+        return {("$" + key if key.startswith("$") else key): tagged(v) for key, v in ((str(k), v) for k, v in value.items())}
+    if isinstance(value, (list, tuple)):
+        return [tagged(v) for v in value]
+    return str(value)
+
+
+def canonical(value: Any) -> bytes:
+    """The bytes that are signed: RFC 8785's canonical JSON of the tagged value, the signature left out."""
+    import rfc8785
+
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != SIGNATURE}
+    return rfc8785.dumps(tagged(value))
+
+
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
@@ -111,12 +145,31 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def canonical(value: Any) -> bytes:
-    """The bytes that are signed: sorted keys, no spaces, ASCII, non-finite numbers as strings."""
+def legacy_canonical(value: Any) -> bytes:
+    """The form results were signed over before RFC 8785 (sorted keys, non-finite numbers as strings): it let a
+    NaN and the string "NaN" sign alike, so such a signature verifies only as `legacy`, never `intact`."""
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k != SIGNATURE}
     return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       allow_nan=False, default=str).encode("ascii")
+
+
+class DuplicateKey(ValueError):
+    """A JSON object that names one key twice: which value counts depends on the reader."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKey(f"the key {key!r} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """Parse JSON to be verified: a key twice in one object is refused (DuplicateKey), never resolved."""
+    return json.loads(text, object_pairs_hook=_no_duplicates)
 
 
 def digest(data: bytes | str) -> str:
@@ -132,8 +185,9 @@ def folder_digest(folder: Path, names: tuple[str, ...]) -> str | None:
     return digest(b"".join(name.encode() + b"\0" + digest(body).encode() + b"\n" for name, body in found))
 
 
-def _field_digests(data: dict[str, Any]) -> dict[str, str]:
-    return {key: digest(canonical(value)) for key, value in sorted(data.items())
+def _field_digests(data: dict[str, Any], form: Any = None) -> dict[str, str]:
+    form = form or canonical
+    return {key: digest(form(value)) for key, value in sorted(data.items())
             if key not in (SIGNATURE, FIELD_DIGESTS)}
 
 
@@ -142,7 +196,7 @@ def sign(data: dict[str, Any], key: Any) -> dict[str, Any]:
     signed = {k: v for k, v in data.items() if k != SIGNATURE}
     signed[FIELD_DIGESTS] = _field_digests(signed)
     value = key.sign(canonical(signed))
-    signed[SIGNATURE] = {"algorithm": "ed25519", "key": fingerprint(key),
+    signed[SIGNATURE] = {"algorithm": "ed25519", "canonical": CANONICAL, "key": fingerprint(key),
                          "value": base64.b64encode(value).decode("ascii")}
     return signed
 
@@ -182,7 +236,8 @@ def unsigned(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def check(data: Any, key: Any) -> tuple[str, str]:
-    """(`intact` | `altered` | `unsigned` | `other key`, what): a result checked against the course's public key."""
+    """(`intact` | `altered` | `legacy` | `unsigned` | `other key`, what): a result checked against the course's
+    public key. `legacy`: signed over the form used before RFC 8785, which cannot tell some edits apart."""
     from cryptography.exceptions import InvalidSignature
 
     if not isinstance(data, dict):
@@ -195,11 +250,17 @@ def check(data: Any, key: Any) -> tuple[str, str]:
     if stamp.get("key") != fingerprint(key):
         return "other key", f"signed with {stamp.get('key')}, not {fingerprint(key)}"
     try:
-        key.verify(base64.b64decode(stamp["value"], validate=True), canonical(data))
-        return "intact", ""
-    except (InvalidSignature, ValueError):
+        signature = base64.b64decode(stamp["value"], validate=True)
+    except ValueError:
+        return "altered", "the signature field"
+    form = canonical if stamp.get("canonical") == CANONICAL else legacy_canonical
+    try:
+        key.verify(signature, form(data))
+        return ("intact", "") if form is canonical else (
+            "legacy", "signed before results were signed as RFC 8785 JSON: grade it again for a receipt that binds")
+    except (InvalidSignature, ValueError, TypeError):
         pass
     stored = data.get(FIELD_DIGESTS) if isinstance(data.get(FIELD_DIGESTS), dict) else {}
-    now = _field_digests(data)
+    now = _field_digests(data, form)
     changed = sorted(k for k in set(now) | set(stored) if now.get(k) != stored.get(k))
     return "altered", ("field " + ", ".join(changed)) if changed else "the signed fields or their digests"

@@ -2,22 +2,31 @@
 
 One line per file: `intact` (signed by the course key and unchanged, or a
 file whose digest the signed result holds), `altered` (naming the field or
-file), `unsigned`, `other key`, or `generated` (built without the key, such
-as a portfolio's index; it is rebuilt from the signed results and must match
-them to pass). Nothing here needs the private key, the reference or a kernel.
+file), `legacy` (signed before signatures covered RFC 8785 JSON), `unsigned`,
+`other key`, `unverified` (a file whose result is not intact, so nothing
+vouches for it), or `generated` (built without the key, such as a portfolio's
+index; it is rebuilt from the signed results and must match them to pass).
+Each result's line says whose it is (student, lesson, score, when graded), so
+a renamed or swapped file is plain to see. JSON is parsed strictly: a key
+given twice in one object is an alteration, never resolved.
+
+A portfolio is one student's: its manifest lists every file with its digest,
+the student and the lessons; a file not in it, one missing from it, a name
+that occurs twice in the zip, or a result of another student makes it not
+intact. Nothing here needs the private key, the reference or a kernel.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import portfolio, render, sign
+from grader import files, portfolio, render, sign
 from grader.errors import GraderError
 
 PASSING = ("intact", "generated")
+MAX_RESULT_BYTES = 64 * 1024**2
 
 
 @dataclass(frozen=True)
@@ -27,18 +36,43 @@ class Line:
     name: str
     verdict: str
     detail: str = ""
+    about: str = ""
+    """Whose result it is, as the result says (student, lesson, score, when graded)."""
 
     def text(self) -> str:
-        return f"{self.name}: {self.verdict}" + (f" ({self.detail})" if self.detail else "")
+        return (f"{self.name}: {self.verdict}" + (f" ({self.detail})" if self.detail else "")
+                + (f" - {self.about}" if self.about else ""))
 
     @property
     def ok(self) -> bool:
         return self.verdict in PASSING
 
 
+def whose(data: Any) -> str:
+    """A result's student, lesson, score and time of grading, as it states them."""
+    if not isinstance(data, dict):
+        return ""
+    def num(value: Any) -> str:
+        return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+    score = (f"score {num(data.get('score'))}/{num(data.get('max_score'))}"
+             if data.get("status") == "graded" else f"{data.get('status')}")
+    return f"student {data.get('student')}, lesson {data.get('lesson')}, {score}, graded {data.get('graded_at')}"
+
+
+def _parse(name: str, body: bytes) -> tuple[Any, Line | None]:
+    """(the parsed result, None), or (None, the line that says why it is not one)."""
+    try:
+        return sign.strict_loads(body.decode("utf-8")), None
+    except sign.DuplicateKey as err:
+        return None, Line(name, "altered", f"{err}: which one counts depends on the reader")
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        return None, Line(name, "altered", f"not readable JSON ({str(err)[:80]})")
+
+
 def _result(name: str, data: Any, key: Any) -> Line:
     verdict, detail = sign.check(data, key)
-    return Line(name, verdict, detail)
+    return Line(name, verdict, detail, whose(data))
 
 
 def _signed_file(name: str, body: bytes, data: dict[str, Any], field: str, rebuild: Any) -> Line:
@@ -60,34 +94,83 @@ def file(path: Path, key_path: Path) -> list[Line]:
     key = sign.public_key(key_path)
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise GraderError(f"{path.name}: not a readable result JSON ({err})") from None
-        return [_result(path.name, data, key)]
-    entries, members = portfolio.read(path)
-    lines: list[Line] = []
-    seen = set()
+            body = files.read_regular(path, MAX_RESULT_BYTES)
+        except OSError as err:
+            raise GraderError(f"{path.name}: not a readable result JSON ({err.strerror or err})") from None
+        data, bad = _parse(path.name, body)
+        if bad:
+            return [bad]
+        line = _result(path.name, data, key)
+        if isinstance(data, dict) and path.stem not in (str(data.get("student")), "result"):
+            line = Line(line.name, line.verdict, line.detail, f"{line.about}; the file's name is not the student's")
+        return [line]
+    return _portfolio(path, key)
+
+
+def _portfolio(path: Path, key: Any) -> list[Line]:
+    entries, members, duplicates = portfolio.read(path)
+    lines = [Line(name, "altered", "the zip holds two entries of this name: readers would disagree on which counts")
+             for name in duplicates]
+    listing, listing_line = _manifest(members, key)
+    student = listing.get("student") if listing else None
+    seen = {portfolio.MANIFEST}
     for e in entries:
-        result_line = _result(f"{e.folder}/result.json", e.data, key)
+        name = f"{e.folder}/result.json"
+        seen.add(name)
+        data, bad = _parse(name, members[name])
+        result_line = bad or _result(name, data, key)
+        if not bad and isinstance(data, dict) and (student is None or data.get("student") != student):
+            result_line = Line(name, "altered", f"the result of student {data.get('student')!r}, in the portfolio "
+                                                f"of {student!r}", result_line.about)
         lines.append(result_line)
-        seen.add(f"{e.folder}/result.json")
-        for leaf, field, rebuild in (("report.html", "report", render.report_html), ("report.md", "report_md", render.report_md),
-                                     ("notebook.ipynb", "notebook", None)):
+        data = data if isinstance(data, dict) else {}
+        digests = data.get("digests") if isinstance(data.get("digests"), dict) else {}
+        for leaf, field, rebuild in (("report.html", "report", render.report_html),
+                                     ("report.md", "report_md", render.report_md), ("notebook.ipynb", "notebook", None)):
             name = f"{e.folder}/{leaf}"
             if name not in members:
-                if leaf != "notebook.ipynb":
-                    lines.append(Line(name, "altered", "missing from the portfolio"))
+                if leaf != "notebook.ipynb" or digests.get("notebook"):
+                    lines.append(Line(name, "altered", "missing from the portfolio, though its result records it"))
                 continue
             seen.add(name)
             if not result_line.ok:
-                lines.append(Line(name, "altered" if result_line.verdict == "altered" else result_line.verdict,
-                                  "its result is not intact, so nothing vouches for it"))
+                lines.append(Line(name, "unverified", f"its result.json is {result_line.verdict}, so nothing "
+                                                      "vouches for this file"))
             else:
-                lines.append(_signed_file(name, members[name], e.data, field, rebuild))
+                lines.append(_signed_file(name, members[name], data, field, rebuild))
     if "index.html" in members:
         seen.add("index.html")
         same = portfolio.index_html(entries).encode("utf-8") == members["index.html"]
         lines.append(Line("index.html", "generated", "built without the key; it shows what the signed results say")
                      if same else Line("index.html", "altered", "it does not show what the results say"))
     lines += [Line(name, "altered", "not part of what the grader wrote") for name in sorted(set(members) - seen)]
-    return lines
+    if listing:
+        listed = listing.get("files") if isinstance(listing.get("files"), dict) else {}
+        lines += [Line(name, "altered", "listed in the manifest, missing from the portfolio")
+                  for name in sorted(set(listed) - set(members))]
+        changed = sorted(name for name in set(listed) & set(members) if listed[name] != sign.digest(members[name]))
+        unlisted = sorted(set(members) - set(listed) - {portfolio.MANIFEST})
+        lessons = sorted(e.folder for e in entries)
+        if changed or unlisted or listing.get("lessons") != lessons:
+            listing_line = Line(portfolio.MANIFEST, "altered",
+                                "; ".join(filter(None, [changed and f"digests differ for {', '.join(changed)}",
+                                                        unlisted and f"not listed: {', '.join(unlisted)}",
+                                                        listing.get("lessons") != lessons and "its lessons differ"])))
+    return [listing_line] + lines
+
+
+def _manifest(members: dict[str, bytes], key: Any) -> tuple[dict[str, Any] | None, Line]:
+    """(the manifest, its line): signed by the course key (`intact`), or built without it and consistent
+    (`generated`, decided once the files are checked against it)."""
+    if portfolio.MANIFEST not in members:
+        return None, Line(portfolio.MANIFEST, "altered", "missing: nothing binds these files to one student")
+    data, bad = _parse(portfolio.MANIFEST, members[portfolio.MANIFEST])
+    if bad:
+        return None, bad
+    if not isinstance(data, dict) or data.get("kind") != "portfolio-manifest":
+        return None, Line(portfolio.MANIFEST, "altered", "not a portfolio manifest")
+    verdict, detail = sign.check(data, key)
+    about = f"student {data.get('student')}, lessons {', '.join(map(str, data.get('lessons') or []))}"
+    if verdict == "unsigned":
+        return data, Line(portfolio.MANIFEST, "generated", "built without the key; it matches the files", about)
+    return data, Line(portfolio.MANIFEST, verdict, detail, about)
