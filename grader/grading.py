@@ -17,7 +17,7 @@ from typing import Any
 import nbformat
 
 from grader import compile_cache, judge, lessons, load, probe, render, run, sandbox, warm_start, wire, zygote
-from grader.errors import GraderError, LessonError, SubmissionRejected
+from grader.errors import GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options, device_for
 from grader.record import INTERNAL_ERROR, GradeResult
 
@@ -232,6 +232,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     hash_seed = hash_seed_for(options, seed)
     plans = _plans(lesson, seed, options.public_only)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
+    if report.kernel_as == "root" and options.sandbox != "none":
+        raise SandboxUnavailable(f"refusing to run student code as root: {report.missing_reason}")
     device = device_for(options)
     start = sandbox.KernelStart(hash_seed, device, lesson.warm_imports,
                                 compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "",

@@ -160,7 +160,7 @@ def unzip(archive: Path, target: Path) -> tuple[Path, list[tuple[str, str]]]:
                 why = "a second entry of the same name in the zip; not unpacked" if parts and parts in written else \
                     _unpack(zipped, member, target)
                 if why:
-                    refused.append((printable(member.filename), why))
+                    refused.append((member.filename, why))
                 else:
                     written.add(parts)
     except zipfile.BadZipFile as err:
@@ -262,7 +262,7 @@ def detect(folder: Path, refused: list[tuple[str, str]] = ()) -> Class:
 
     for name, why in refused:
         student, display, late = _student_of(name, layout)
-        add(student, folder / "(refused)", display, late, f"zip entry {name!r}: {why}")
+        add(student, folder / "(refused)", display, late, f"zip entry {printable(repr(name))}: {why}")
     if layout == "nbgrader":
         base = folder / "submitted" if _kind(folder / "submitted") == "dir" else folder
         for student_dir in sorted(p for p in base.iterdir() if not ignorable(p.name)):

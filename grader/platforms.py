@@ -70,8 +70,22 @@ def gradescope_results(data: dict[str, Any], seconds: float = 0.0) -> dict[str, 
                                                            "the public checks must pass first")})
     # Visible now: the public checks only. The score and the hidden tests wait for the due date.
     return {"score": float(sum(t["score"] for t in tests)), "execution_time": round(seconds),
-            "output": "Public checks (everything else is graded and shown after the due date):\n" + "\n".join(public),
+            "output": "Public checks (everything else is graded and shown after the due date):\n" + "\n".join(public)
+                      + isolation_text(data.get("sandbox") or {}),
             "visibility": "after_due_date", "stdout_visibility": "hidden", "tests": tests}
+
+
+def isolation_text(box: dict[str, Any]) -> str:
+    """What held around the kernel, for the instructor: the mode, whom it ran as, and each layer that did not."""
+    if not box:
+        return ""
+    text = f"\n\nIsolation: sandbox {box.get('mode')}, the kernel ran as {box.get('kernel_as')}"
+    if box.get("kernel_as") == "root":
+        text += " (without isolation: GRADER_ALLOW_ROOT_KERNEL=1 allowed it)"
+    reasons = box.get("reasons") or {}
+    for layer in box.get("missing") or []:
+        text += f"\n  not held: {layer}: {reasons.get(layer) or box.get('missing_reason') or ''}"
+    return text
 
 
 def prairielearn_results(data: dict[str, Any]) -> dict[str, Any]:
@@ -165,6 +179,8 @@ def _comment_name(data: dict[str, Any]) -> str:
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope calls this once per submission. AUTOGRADER_ROOT and GRADER_PYTHON exist for tests only.
+# Student code never runs as root: export GRADER_ALLOW_ROOT_KERNEL=1 here only for a container where the kernel can
+# run neither in bubblewrap nor as nobody (every result then says so).
 set -u
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 PY="${{GRADER_PYTHON:-$ROOT/venv/bin/python}}"
@@ -184,7 +200,11 @@ apt-get install -y python3.11 python3.11-venv
 python3.11 -m venv /autograder/venv
 /autograder/venv/bin/pip install --upgrade pip
 /autograder/venv/bin/pip install /autograder/source/grader-src
-# Solutions are readable by root only; kernels run as an unprivileged user (bubblewrap, or setpriv without it).
+# Kernels run as nobody (in bubblewrap where the container allows it, else under setpriv): the interpreter, the
+# grader, the lessons and the templates are readable by others, the solutions by root only.
+chmod a+rx /autograder /autograder/source /autograder/source/course
+chmod -R a+rX /autograder/venv /autograder/source/grader-src /autograder/source/course/lessons \
+  /autograder/source/course/templates
 chown -R root:root /autograder/source/course/solutions
 chmod -R go-rwx /autograder/source/course/solutions
 """

@@ -80,10 +80,20 @@ class SandboxReport:
         """Whether every layer of ISOLATION held."""
         return all(self.layers.get(name, False) for name in ISOLATION)
 
+    @property
+    def kernel_as(self) -> str:
+        """Whom the kernel runs as: `nobody` (root dropped it), `user` (the grader's own user, or a user namespace
+        mapped to it) or `root` (no isolation, as root: only ever when the instructor asked for it)."""
+        if self.mode.startswith("bwrap"):
+            return "user" if self.rootless else "nobody"
+        if self.mode == "nobody":
+            return "nobody"
+        return "root" if os.geteuid() == 0 else "user"
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the result JSON."""
         return {"mode": self.mode, "runs_as": "user" if self.rootless else ("root" if os.geteuid() == 0 else "user"),
-                "rootless": self.rootless, "isolated": self.isolated,
+                "kernel_as": self.kernel_as, "rootless": self.rootless, "isolated": self.isolated,
                 "layers": dict(self.layers), "budgets": dict(self.budgets), "limits": dict(self.limits),
                 "missing": [name for name, held in self.layers.items() if not held],
                 "missing_reason": self.missing_reason, "reasons": dict(self.reasons)}
@@ -158,8 +168,12 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
         own = _userns_for_nobody(tool) if root else True
         if not own:
             reasons["own_user_namespace"] = "the kernel's user cannot create a user namespace; all kernels share one process budget"
-        return SandboxReport("bwrap", {name: True for name in LAYERS}, limit_data, rootless=not root,
-                             budgets={"own_user_namespace": own, "cgroup": False}, reasons=reasons)
+        report = SandboxReport("bwrap", {name: True for name in LAYERS}, limit_data, rootless=not root,
+                               budgets={"own_user_namespace": own, "cgroup": False}, reasons=reasons)
+        failed = _trial(not root, own)
+        if not failed:
+            return report
+        reason = f"bubblewrap is installed but could not start a sandbox here ({failed})"
     layers = {name: name == "ipc_transport" and os.name == "posix" for name in LAYERS}
     layers["session"] = True  # jupyter_client starts every kernel in a new session
     mode = "process"
@@ -171,14 +185,125 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
         layers.update(user=True, rlimits=True)
         reason += "; the kernel still runs as nobody, with no capabilities, under rlimits"
     elif root and want != "none":
-        reason += "; nobody cannot run this Python installation, so the kernel runs as root"
+        reason += ("; nobody cannot run this Python installation, and the kernel is never run as root unless "
+                   "asked (--no-sandbox): make the installation readable by others")
     reasons.update({name: reason for name, held in layers.items() if not held})
+    if mode == "nobody":
+        reasons.update(NOBODY_GAPS)
     reasons["own_user_namespace"] = reason
     report = SandboxReport(mode, layers, limit_data, missing_reason=reason, rootless=not root,
                            budgets={"own_user_namespace": False, "cgroup": False}, reasons=reasons)
     if require:
         raise SandboxUnavailable(f"sandbox required but unavailable: {reason}")
     return report
+
+
+NOBODY_GAPS = {
+    "network": "no network namespace here: the kernel can reach the host's loopback and its network",
+    "pid_namespace": "no pid namespace here: the kernel sees the host's processes and their command lines; "
+                     "every process it leaves is killed before the result is written",
+    "filesystem": "no mount namespace here: the kernel reads whatever the user nobody may read",
+}
+"""What does not hold when root runs the kernel as nobody without namespaces, layer by layer."""
+
+
+TRIAL = "import importlib.util, sys; sys.exit(importlib.util.find_spec('ipykernel') is None)"
+"""What the trial sandbox runs: the kernel's interpreter finds the kernel's package (a read, not an import)."""
+
+
+@functools.lru_cache(maxsize=None)
+def _trial(rootless: bool, own_user_namespace: bool) -> str:
+    """Start a short sandbox exactly as a kernel's (the same binds, user and limits) and import the kernel's
+    package in it; "" if that worked, else why not. Once per process: bubblewrap can be installed where the
+    host (a container, a policy) denies it the namespaces it needs."""
+    import subprocess
+    import tempfile
+
+    report = SandboxReport("bwrap", {name: True for name in LAYERS}, rootless=rootless,
+                           budgets={"own_user_namespace": own_user_namespace, "cgroup": False})
+    root = run_root()
+    root.mkdir(mode=0o755, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root, prefix="trial-") as tmp:
+        rundir, scratch = Path(tmp) / "run", Path(tmp) / "scratch"
+        for folder in (rundir, scratch):
+            folder.mkdir()
+            if _as_nobody(report):
+                os.chown(folder, NOBODY, NOBODY)
+        os.chmod(tmp, 0o755)
+        argv = bwrap_argv(rundir, scratch, Limits(), report) + [python(), "-c", TRIAL]
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                                  errors="replace")
+        except (OSError, subprocess.SubprocessError) as err:
+            return f"{type(err).__name__}: {err}"
+    if done.returncode == 0:
+        return ""
+    said = " ".join(done.stderr.split())[-160:]
+    return f"exit {done.returncode}" + (f": {said}" if said else "")
+
+
+def become_subreaper() -> bool:
+    """Make this process the child subreaper of what it starts (Linux): an orphaned descendant, even one that
+    started a session of its own, is reparented here rather than to init, so it can be found and ended."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _descendants(of: int) -> dict[int, int]:
+    """{pid: uid} of every live descendant of `of` (from /proc: a parent's pid, a real uid)."""
+    children: dict[int, list[int]] = {}
+    uids: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat_line = (entry / "stat").read_text()
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = stat_line[stat_line.rfind(")") + 2:].split()
+        if len(fields) < 2 or fields[0] == "Z":
+            continue
+        uid = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("Uid:")), -1)
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        uids[int(entry.name)] = uid
+    found: dict[int, int] = {}
+    todo = list(children.get(of, []))
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found[pid] = uids.get(pid, -1)
+            todo += children.get(pid, [])
+    return found
+
+
+def end_leftovers(uid: int, rounds: int = 50) -> int:
+    """Kill every descendant of this process that runs as `uid` (a kernel's leftovers), until none is left
+    (a process can fork while its siblings die; RLIMIT_NPROC bounds how many it can make); returns how many."""
+    import signal
+
+    killed: set[int] = set()
+    for _ in range(rounds):
+        targets = [pid for pid, owner in _descendants(os.getpid()).items() if owner == uid]
+        if not targets:
+            break
+        for pid in targets:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    for pid in killed:  # those reparented here are ours to reap
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    return len(killed)
 
 
 def sweep_stale(root: Path | None = None) -> None:
@@ -260,13 +385,19 @@ class _SandboxKernelManager(AsyncKernelManager):
         """Keyword arguments for `start_kernel`: clean environment, scratch cwd, quiet stdio."""
         import subprocess
 
+        if self.report.mode == "nobody":
+            become_subreaper()  # what the kernel leaves behind is reparented here, to be ended after it
+
         env = kernel_env(self.scratch, self.start)
         if not self.report.mode.startswith("bwrap"):
             env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
         return {"env": env, "cwd": str(self.scratch), "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
     def remove_dirs(self) -> None:
-        """Delete this kernel's run and scratch dirs."""
+        """After the kernel: end every process it left behind (a kernel as nobody has no pid namespace whose end
+        ends them), then delete its run and scratch dirs."""
+        if self.report.mode == "nobody":
+            end_leftovers(NOBODY)
         for folder in (self.rundir, self.scratch):
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -116,7 +116,7 @@ def hostile_class(tmp_path_factory: pytest.TempPathFactory) -> dict:
     (folder / "a3-searches-markers.py").write_text(_fill((HOSTILE / "searches-markers.py").read_text(), fills))
     patches = ["allocates-60-gb", "connects-to-host-loopback", "copies-the-reference", "daemon-with-new-session",
                "exits-and-crashes", "floods-output", "ignores-interrupt", "writes-outside-scratch", "huge-numbers",
-               "types-into-the-terminal", "replaces-json", "huge-error-message"]
+               "types-into-the-terminal", "replaces-json", "huge-error-message", "garbles-kernel-messages"]
     for name in patches:
         text = _fill((HOSTILE / f"{name}.py").read_text(), daemon_fills if name.startswith("daemon") else fills)
         write(patched_solution(LESSON, text), folder / f"{name}.ipynb")
@@ -194,6 +194,14 @@ def test_forged_probe_answers_are_that_students_errors(hostile_class):
     assert set(statuses(result).values()) == {"error"}
     messages = " ".join(m for e in result["exercises"] for m in e["messages"])
     assert "could not be checked" in messages and "internal grader error" not in messages
+
+
+def test_a_garbled_kernel_protocol_is_that_students_error(hostile_class):
+    result = _result(hostile_class["out"], "garbles-kernel-messages")
+    got = statuses(result)
+    assert result["status"] == "graded" and got["p95-interpolation"] == got["replica-plan"] == "error"
+    assert got["queue-hand-check"] == "passed"
+    assert "broke the kernel protocol" in " ".join(m for e in result["exercises"] for m in e["messages"])
 
 
 def test_a_thread_bomb_starves_only_itself(hostile_class):

@@ -112,16 +112,6 @@ def test_two_files_for_one_student_stay_together_and_other_files_are_theirs(tmp_
     assert sorted(p.name for p in ada.paths) == ["answers.pdf", "submission.ipynb"]
 
 
-@pytest.mark.parametrize("name, why", [("../evil.ipynb", "unsafe path"), ("/abs.ipynb", "unsafe path")])
-def test_a_zip_cannot_write_outside_its_folder(tmp_path, name, why):
-    archive = tmp_path / "class.zip"
-    with zipfile.ZipFile(archive, "w") as zipped:
-        zipped.writestr(name, "{}")
-    with pytest.raises(GraderError, match=why):
-        layouts.read(archive, tmp_path / "unpacked")
-    assert not (tmp_path / "evil.ipynb").exists()
-
-
 # ---- the same class graded from every layout ----
 
 @pytest.fixture(scope="module")
@@ -251,6 +241,8 @@ def test_the_bundle_holds_what_setup_and_run_need(bundle):
     assert done.returncode == 0, done.stderr  # setup.sh cannot run offline: check that it parses and what it does
     assert "python3.11" in setup and "pip install /autograder/source/grader-src" in setup
     assert "chmod -R go-rwx /autograder/source/course/solutions" in setup
+    # the kernel runs as nobody: the interpreter and the grader are readable by others, the solutions are not
+    assert "chmod -R a+rX /autograder/venv" in setup and setup.index("a+rX") < setup.index("go-rwx")
 
 
 def _run_autograder(bundle: Path, root: Path, submission: Path | None) -> dict:

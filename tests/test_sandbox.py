@@ -7,6 +7,7 @@ has no bubblewrap; CI installs it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -215,8 +216,16 @@ def test_require_sandbox_refuses_when_a_layer_is_missing(monkeypatch):
 def test_without_bwrap_the_result_says_which_layers_are_missing(monkeypatch, tmp_path, make_notebook):
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
     path = make_notebook("x = 1")
-    result = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=1, public_only=True)).to_dict()
+    options = grading.Options(limits=FAST, seed=1, public_only=True)
+    if os.geteuid() == 0 and sandbox.plan(FAST).mode != "nobody":
+        # root, and nobody cannot run this Python: the kernel is never run as root unless asked
+        with pytest.raises(SandboxUnavailable, match="refusing to run student code as root"):
+            grading.grade(path, LESSON, options)
+        options = dataclasses.replace(options, sandbox="none")
+    result = grading.grade(path, LESSON, options).to_dict()
     assert result["sandbox"]["mode"] in (("nobody", "process") if os.geteuid() == 0 else ("process",))
+    assert result["sandbox"]["kernel_as"] == {"nobody": "nobody", "process": "root" if os.geteuid() == 0 else "user"}[
+        result["sandbox"]["mode"]]
     assert "network" in result["sandbox"]["missing"] and result["sandbox"]["missing_reason"]
 
 
