@@ -22,7 +22,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -249,10 +248,12 @@ def gradescope_bundle(lesson_id: str, target: Path) -> Path:
 
 
 def unpack_bundle(bundle: Path, root: Path) -> None:
-    """Lay a bundle out as Gradescope does (`<root>/source/...`), keeping the scripts executable (tests, dry runs)."""
+    """Lay a bundle out as Gradescope does (`<root>/source/...`), keeping the scripts executable (tests, dry runs);
+    unpacked by the one safe unpacker, like a class zip."""
+    folder, refused = layouts.unzip(bundle, root / "source")
+    if refused or folder != root / "source":
+        raise GraderError(f"{bundle.name} is not a Gradescope bundle of this grader ({len(refused)} entries refused)")
     with zipfile.ZipFile(bundle) as archive:
-        archive.extractall(root / "source")
         for info in archive.infolist():
             if (info.external_attr >> 16) & 0o111:
                 (root / "source" / info.filename).chmod(0o755)
-    shutil.rmtree(root / "source" / "__MACOSX", ignore_errors=True)

@@ -24,6 +24,9 @@ from grader import files, grading, record, render, sign
 from grader.errors import GraderError
 
 MEMBERS = ("result.json", "report.html", "report.md", "notebook.ipynb")
+MAX_MEMBERS = 1000
+MAX_BYTES = 512 * 1024**2
+"""A portfolio holds a few files per lesson; one past these bounds is refused before it is read."""
 MANIFEST = "manifest.json"
 """Every file of the portfolio, its digest, the student and the lessons; signed where the course key is at hand."""
 
@@ -120,8 +123,12 @@ def read(path: Path) -> tuple[list[Entry], dict[str, bytes], list[str]]:
     than once (an unzip tool would show one of them, the reader another), for `verify`."""
     try:
         with zipfile.ZipFile(path) as archive:
-            names = [info.filename for info in archive.infolist() if not info.is_dir()]
-            members = {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
+            infos = [info for info in archive.infolist() if not info.is_dir()]
+            if len(infos) > MAX_MEMBERS or sum(info.file_size for info in infos) > MAX_BYTES:
+                raise GraderError(f"{path.name}: more than {MAX_MEMBERS} files or {MAX_BYTES >> 20} MiB unpacked: "
+                                  "not a portfolio")
+            names = [info.filename for info in infos]
+            members = {info.filename: archive.read(info) for info in infos}
     except (OSError, zipfile.BadZipFile) as err:
         raise GraderError(f"{path.name}: not a portfolio zip ({err})") from None
     duplicates = sorted({name for name in names if names.count(name) > 1})

@@ -278,3 +278,16 @@ def test_a_kernel_that_garbles_its_messages_fails_that_student_and_grade_still_e
     assert got["queue-hand-check"] == got["measure"] == "passed"
     messages = " ".join(m for e in result["exercises"] for m in e["messages"])
     assert "broke the kernel protocol" in messages and "'msg_type' is a dict, not a string" in messages
+
+
+@pytest.mark.kernel
+def test_a_batch_shows_no_escape_sequence_from_a_file_name_or_a_reason(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "\x1b]0;owned\x07\x1b[2J.ipynb").write_text("not json \x1b[31mred")
+    (folder / "ada.ipynb").write_bytes((SAMPLES / "ada.ipynb").read_bytes())
+    done = run("batch", folder, "--lesson", LESSON, "--out", tmp_path / "out", "--jobs", 1, "--cell-timeout", 30)
+    shown = done.stdout + done.stderr
+    assert done.exit_code == 0, shown
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "\\x1b]0;owned\\x07" in shown  # named, made visible
