@@ -71,8 +71,13 @@ KERNEL_MEMORY_BYTES = 512 * 2**20
 """Memory to keep free per job when choosing the default (a JAX kernel with its lesson data stays well below)."""
 
 
-def default_jobs() -> int:
-    """Two jobs per core, fewer if memory is short.
+ACCELERATOR_JOBS = 4
+"""Jobs per accelerator at most: each kernel allocates what it uses on it (no preallocation), and the CPU work
+of a grade still dominates."""
+
+
+def default_jobs(device: str = "cpu") -> int:
+    """Two jobs per core, fewer if memory is short; on an accelerator, also at most ACCELERATOR_JOBS per device.
 
     A job alternates between its grading process and its kernel, and waits on
     every round trip between them: with one job per core the cores sat 15-24 %
@@ -86,8 +91,13 @@ def default_jobs() -> int:
         fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
         available = int(fields["MemAvailable"].split()[0]) * 1024
     except (OSError, KeyError, ValueError):
-        return cores + 1
-    return max(1, min(2 * cores, available // KERNEL_MEMORY_BYTES))
+        available = (cores + 1) * KERNEL_MEMORY_BYTES
+    jobs = max(1, min(2 * cores, available // KERNEL_MEMORY_BYTES))
+    if device != "cpu":
+        from grader import sandbox
+
+        jobs = min(jobs, ACCELERATOR_JOBS * max(1, sandbox.accelerator_count(device)))
+    return jobs
 
 
 def digest(path: Path) -> str:
@@ -132,9 +142,11 @@ class _Progress:
 
 def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
         options: grading.Options = grading.Options(), scheduler: str | None = None,
-        progress: bool = True, roster: str | Path | None = None) -> Summary:
-    """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable."""
-    began = time.monotonic()
+        progress: bool = True, roster: str | Path | None = None, began: float | None = None) -> Summary:
+    """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable.
+
+    `began`: when the command started (monotonic clock), so the summary's time counts its start-up too."""
+    began = began if began is not None else time.monotonic()
     out = Path(out)
     lesson = lessons.get(lesson_id)
     members = class_list.read(roster) if roster else None
@@ -153,7 +165,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             todo.append(entry)
         else:
             clashes.append(entry)
-    jobs = max(1, jobs or default_jobs())
+    jobs = max(1, jobs or default_jobs(options.device))
     if todo:
         _refuse_without_isolation(options)
     # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks.
@@ -246,10 +258,10 @@ def _refuse_without_isolation(options: grading.Options) -> None:
     from grader import sandbox
     from grader.errors import SandboxUnavailable
 
-    grading.device_for(options)  # a device that is absent stops the batch before any grade, with one line
+    report = sandbox.plan(options.limits, options.sandbox)
+    grading.resolve_device(options, report)  # a device that does not work stops the batch before any grade, in a line
     if options.sandbox == "none":
         return
-    report = sandbox.plan(options.limits, options.sandbox)
     if not report.isolated:
         raise SandboxUnavailable(f"refusing to grade a class without isolation ({report.missing_reason}); "
                                  "pass --no-sandbox to grade anyway, and student code will be able to read your files")

@@ -243,6 +243,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
               roster: Path | None, **flags: Any) -> None:
     """Grade every submission in FOLDER (a folder or a .zip: flat, per-student, nbgrader, Canvas or Moodle
     layout); rerun to resume."""
+    began = time.monotonic()
     from grader import warm_start
 
     options = _options(zygote=not no_zygote, **flags)
@@ -257,7 +258,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler,
-                               roster=roster)
+                               roster=roster, began=began)
     except KeyboardInterrupt:
         raise _Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None

@@ -23,5 +23,9 @@ class SandboxUnavailable(GraderError):
     """Isolation was required (`--require-sandbox`) but a layer is missing."""
 
 
+class DeviceUnavailable(GraderError):
+    """The accelerator asked for is absent or does not work in a sandboxed kernel, and no fallback was asked."""
+
+
 class GradebookError(GraderError):
     """The gradebook file exists but cannot be read or written as one."""

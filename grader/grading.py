@@ -16,9 +16,9 @@ from typing import Any
 
 import nbformat
 
-from grader import compile_cache, judge, lessons, load, probe, render, run, sandbox, warm_start, wire, zygote
-from grader.errors import GraderError, LessonError, SandboxUnavailable, SubmissionRejected
-from grader.options import MAX_HASH_SEED, MAX_SEED, Options, device_for
+from grader import compile_cache, device_check, judge, lessons, load, probe, render, run, sandbox, warm_start, wire, zygote
+from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
+from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
 
 
@@ -234,7 +234,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
     if report.kernel_as == "root" and options.sandbox != "none":
         raise SandboxUnavailable(f"refusing to run student code as root: {report.missing_reason}")
-    device = device_for(options)
+    device, checked, fell_back = resolve_device(options, report)
     start = sandbox.KernelStart(hash_seed, device, lesson.warm_imports,
                                 compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "",
                                 lessons.warm_sources(lesson.id))
@@ -245,7 +245,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     probed = plans + ([evidence_plan] if lesson.evidence else [])
     tail: list[tuple[str, Any]] = [(PROBES_KEY, probe.sectioned(probed, nonce, options.limits.probe_timeout)),
                                    (probe.ENVIRONMENT_KEY, probe.environment_cell(nonce))]
-    warm = options.zygote and report.mode == "bwrap"
+    warm = options.zygote and report.mode == "bwrap" and device == "cpu"  # an accelerator does not survive a fork
     if warm:
         report = dataclasses.replace(report, mode="bwrap+zygote")
     given = _given_cells(lesson, submission.notebook)
@@ -284,10 +284,13 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     env = environment(options.jobs_at_once)
     reported = probe.collect_environment(executed.tail.get(probe.ENVIRONMENT_KEY, {}), nonce)
     env.update({k: v for k, v in reported.items() if k not in env})  # the kernel never overrides the grader's facts
+    env["reported_by_kernel"] = sorted(reported)  # after the student's cells: what the kernel said, unverified
     env["isolation"] = sorted(name for name, held in report.layers.items() if held)
-    env.update(device_requested=options.device, device_used=start.device,
-               device_fell_back=start.device != options.device)
+    env.update(device_requested=options.device, device_used=device_check.used(checked) if checked else device,
+               device_fell_back=bool(fell_back), device_fallback_reason=fell_back or None,
+               device_check=checked.to_dict() if checked else None)
     measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
+                     "matmul_precision": reported.get("jax_matmul_precision"),
                      "percentile_method": lesson.report.get("percentile_method", "not stated by the lesson"),
                      "units": lesson.report.get("measured_units", ""), "jobs_at_once": options.jobs_at_once}
     return GradeResult(
@@ -296,7 +299,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         exercises=tuple(v.to_dict() for v in verdicts),
         measured={"how": measured_meta, "answers": measured, "values": values["measured"]} if measured else {},
         simulated={"answers": simulated, "values": values["simulated"]},
-        environment=env, sandbox=report.to_dict(),
+        environment=env, sandbox=dict(report.to_dict(), memory_bound=sandbox.memory_bound(start.device, options.limits)),
         extra={
             "mode": "check" if options.public_only else "grade",
             "seed": None if options.public_only else seed,
@@ -315,6 +318,27 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         },
         notebook=executed.notebook,
     )
+
+
+def resolve_device(options: Options, report: sandbox.SandboxReport) -> tuple[str, device_check.DeviceCheck | None, str]:
+    """(the device the kernels use, the check that saw it work, why it fell back to the CPU or "").
+
+    The CPU needs no check. Any other device must be on the host and work in a sandboxed kernel (device_check);
+    else the grade is refused in one line, or graded on the CPU when falling back was asked for.
+    """
+    if options.device == "cpu":
+        return "cpu", None, ""
+    checked = None
+    if not sandbox.device_available(options.device):
+        why = f"no {options.device.upper()} on this host (no device nodes for it under {sandbox.device_dir()})"
+    else:
+        checked = device_check.check(options.device, report, options.limits)
+        if checked.works:
+            return options.device, checked, ""
+        why = f"--device {options.device} does not work in a sandboxed kernel here: {checked.why}"
+    if options.device_fallback:
+        return "cpu", None, why
+    raise DeviceUnavailable(f"{why}; pass --device-fallback to grade on the CPU, or --device cpu")
 
 
 @functools.lru_cache(maxsize=None)

@@ -154,7 +154,7 @@ def _become_kernel(request):
     _drop_capabilities()  # in whichever namespace the kernel now is
     # Limits come after the user namespace: its budget is fixed from the limit in force when it is made.
     limits = request["limits"]
-    for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
+    for name, value in ((limits.get("memory_rlimit", "RLIMIT_AS"), limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
                         ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_NOFILE", limits["open_files"]),
                         ("RLIMIT_CORE", 0), ("RLIMIT_CPU", limits["cpu_seconds"])):
         resource.setrlimit(getattr(resource, name), (value, value))

@@ -1,4 +1,4 @@
-"""How to grade: the options every command builds, and the device they resolve to.
+"""How to grade: the options every command builds.
 
 Kept apart from grading so that a command can start the batch's kernel
 template (warm_start) before it imports the grading machinery.
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader import sandbox
-from grader.errors import SandboxUnavailable
 from grader.limits import Limits
 
 MAX_HASH_SEED = 2**32 - 1
@@ -42,13 +40,3 @@ class Options:
     """JAX backend for the kernel: `cpu`, `gpu`, `tpu` or `auto` (what JAX finds)."""
     device_fallback: bool = False
     """Grade on the CPU when the requested device is absent (else refuse, saying so)."""
-
-
-def device_for(options: Options) -> str:
-    """The device a grade runs on: the one asked for, or the CPU when it is absent and falling back was asked."""
-    if sandbox.device_available(options.device):
-        return options.device
-    if options.device_fallback:
-        return "cpu"
-    raise SandboxUnavailable(f"no {options.device.upper()} on this host (no device nodes for it under /dev); "
-                             "pass --device-fallback to grade on the CPU, or --device cpu")

@@ -305,6 +305,7 @@ def __grader_environment(nonce):
         found["jax_backend"] = jax.default_backend() if jax else None
         found["jax_device_kind"] = devices[0].device_kind if devices else None
         found["jax_device_count"] = str(len(devices)) if jax else None
+        found["jax_matmul_precision"] = str(jax.config.jax_default_matmul_precision) if jax else None
     except Exception as exc:
         found["jax_devices"] = f"unavailable: {type(exc).__name__}"
     sys.stdout.write("\n" + nonce + json.dumps(found) + "\n")
@@ -332,7 +333,7 @@ def collect_environment(outcome: dict[str, Any], nonce: str) -> dict[str, Any]:
 
 
 KERNEL_FACTS = ("kernel_python", "kernel_pid_namespace", "kernel_numpy", "kernel_jax", "kernel_jaxlib", "jax_devices",
-               "jax_backend", "jax_device_kind", "jax_device_count")
+               "jax_backend", "jax_device_kind", "jax_device_count", "jax_matmul_precision")
 """The only keys the kernel's environment cell may report (the student can rewrite that cell's output)."""
 
 

@@ -221,10 +221,15 @@ def _values_context(result: dict[str, Any]) -> dict[str, Any]:
 
 
 RECEIPT = (("CPU", "cpu_model"), ("cores", "cpu_count"), ("memory (bytes)", "memory_bytes"), ("OS", "os_release"),
-           ("kernel", "os"), ("Python", "python"), ("JAX", "jax"), ("jaxlib", "jaxlib"), ("JAX backend", "jax_backend"),
-           ("device", "jax_device_kind"), ("devices", "jax_device_count"), ("grader", "grader"),
+           ("kernel", "os"), ("Python", "python"), ("JAX", "jax"), ("jaxlib", "jaxlib"),
+           ("device asked for", "device_requested"), ("device used (seen working before the student's cells)", "device_used"),
+           ("fell back to the CPU because", "device_fallback_reason"),
+           ("JAX backend (reported by the kernel after the student's cells)", "jax_backend"),
+           ("device (reported by the kernel)", "jax_device_kind"), ("devices (reported by the kernel)", "jax_device_count"),
+           ("matmul precision (reported by the kernel)", "jax_matmul_precision"), ("grader", "grader"),
            ("grader commit", "grader_commit"), ("isolation", "isolation"), ("grading jobs at once", "jobs_at_once"))
-"""The environment receipt, in the style of an inference benchmark's system description."""
+"""The environment receipt, in the style of an inference benchmark's system description. What the kernel
+reported after the student's cells is labelled so: the student's code could have changed it."""
 
 
 def warm() -> None:

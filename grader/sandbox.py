@@ -376,7 +376,7 @@ class _SandboxKernelManager(AsyncKernelManager):
         if _as_nobody(self.report):
             os.chown(self.connection_file, NOBODY, NOBODY)
         if self.report.mode == "nobody":
-            return _setpriv() + _prlimit(self.grade_limits) + cmd
+            return _setpriv() + _prlimit(self.grade_limits, self.start.device) + cmd
         if not self.report.mode.startswith("bwrap"):
             return cmd
         return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report, self.start) + cmd
@@ -427,10 +427,44 @@ COMPILE_CACHE_TARGET = "/var/cache/grader-compile"
 """Where a kernel sees the compilation cache: read-only, outside the /tmp each kernel gets afresh."""
 
 
+def device_dir() -> Path:
+    """Where the host's device nodes are looked for: /dev, or GRADER_DEVICE_DIR (a folder of stand-in nodes a test
+    can make without touching a real one); each is bound into the sandbox at its /dev path."""
+    return Path(os.environ.get("GRADER_DEVICE_DIR") or "/dev")
+
+
 def device_files(device: str) -> list[str]:
-    """The host's device nodes an accelerator kernel needs (bound into its sandbox)."""
+    """The host's device nodes an accelerator kernel needs (bound into its sandbox at /dev/<the same name>)."""
     patterns = {"gpu": ("nvidia*", "dri/*", "kfd"), "tpu": ("accel*", "vfio/*")}.get(device, ())
-    return sorted({str(p) for pattern in patterns for p in Path("/dev").glob(pattern)})
+    return sorted({str(p) for pattern in patterns for p in device_dir().glob(pattern)})
+
+
+def accelerator_count(device: str) -> int:
+    """How many accelerators of this kind the host has: numbered device nodes (nvidia0, accel1, ...)."""
+    import re
+
+    numbered = re.compile(r"^(nvidia|accel)\d+$")
+    return sum(1 for node in device_files(device) if numbered.match(Path(node).name))
+
+
+def driver_library_dirs() -> list[str]:
+    """The grader's LD_LIBRARY_PATH folders (where a GPU host often keeps its driver's libraries), absolute only."""
+    return [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d.startswith("/") and Path(d).is_dir()]
+
+
+def memory_bound(device: str, limits: Limits) -> str:
+    """Which bound holds a kernel's memory, in words, for the result."""
+    words = f"{memory_rlimit(device)} of {limits.memory_bytes / 2**30:g} GiB per process"
+    if memory_rlimit(device) == "RLIMIT_DATA":
+        words += " (an address-space limit breaks an accelerator's driver); no cgroup"
+    return words
+
+
+def memory_rlimit(device: str) -> str:
+    """The rlimit that bounds a kernel's memory: the address space on the CPU; the data segment (heap and
+    anonymous memory) with an accelerator, whose driver reserves far more address space than it uses (CUDA fails
+    to start under a 4 GiB RLIMIT_AS) while RLIMIT_DATA still stops a memory bomb."""
+    return "RLIMIT_AS" if device == "cpu" else "RLIMIT_DATA"
 
 
 def device_available(device: str) -> bool:
@@ -452,7 +486,14 @@ def kernel_env(scratch: Path, start: KernelStart | None = None) -> dict[str, str
         "JAX_PLATFORMS": DEVICES.get(start.device) or "", "MALLOC_ARENA_MAX": "2", "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
         "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        # full float32 matmuls on every device: an accelerator's default precision is far from the seed's
+        # tolerance (max relative error 0.26 on an H200), and notebooks already handed out do not ask for it
+        "JAX_DEFAULT_MATMUL_PRECISION": "highest",
     }
+    if start.device != "cpu":  # jobs sharing an accelerator each allocate what they use, none 75 % of it up front
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        if driver_library_dirs():
+            env["LD_LIBRARY_PATH"] = ":".join(driver_library_dirs())
     if not env["JAX_PLATFORMS"]:
         del env["JAX_PLATFORMS"]  # auto: JAX uses whatever it finds
     if start.compile_cache:
@@ -509,7 +550,11 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootle
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for node in devices:  # an accelerator's device nodes, only when --device asks for one
-        argv += ["--dev-bind", node, node]
+        argv += ["--dev-bind", node, "/dev/" + str(Path(node).relative_to(device_dir()))]
+    if devices:  # and what its driver reads: the device tree, and the folders its libraries were found in
+        argv += ["--ro-bind-try", "/sys", "/sys"]
+        for folder in driver_library_dirs():
+            argv += ["--ro-bind-try", folder, folder]
     argv += [
              "--perms", "1777", "--size", str(256 * 1024**2), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(64 * 1024**2), "--tmpfs", "/dev/shm"]
@@ -546,8 +591,9 @@ def _setpriv() -> list[str]:
             "--bounding-set=-all", "--no-new-privs", "--"]
 
 
-def _prlimit(limits: Limits) -> list[str]:
-    return ["prlimit", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+def _prlimit(limits: Limits, device: str = "cpu") -> list[str]:
+    memory = "--as" if memory_rlimit(device) == "RLIMIT_AS" else "--data"
+    return ["prlimit", f"{memory}={limits.memory_bytes}", f"--nproc={limits.processes}",
             f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0",
             f"--cpu={limits.cpu_seconds}", "--"]
 
@@ -567,11 +613,11 @@ def bwrap_argv(rundir: Path, scratch: Path, limits: Limits, report: SandboxRepor
     argv = _bwrap_base([rundir, scratch], scratch, kernel_env(scratch, start), rootless=report.rootless,
                        keep_caps=False, devices=device_files(start.device), readonly=_cache_bind(start))
     if report.rootless:
-        return argv + ["--disable-userns", "--"] + _prlimit(limits)
+        return argv + ["--disable-userns", "--"] + _prlimit(limits, start.device)
     argv += ["--", *_setpriv()]
     if report.budgets.get("own_user_namespace"):
         argv += ["unshare", "--user", "--map-current-user", "--"]
-    return argv + _prlimit(limits)
+    return argv + _prlimit(limits, start.device)
 
 
 def bwrap_zygote_argv(home: Path, limits: Limits, rootless: bool, start: KernelStart | None = None) -> list[str]:

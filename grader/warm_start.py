@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from grader import compile_cache, lessons, sandbox, zygote
 from grader.errors import GraderError
-from grader.options import Options, device_for
+from grader.options import Options
 
 
 def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
@@ -20,12 +20,12 @@ def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
     Fills the lesson's compilation cache first if this machine has none. The
     template's hash seed is `options.hash_seed`: decide it before calling.
     """
-    if not options.zygote:
+    if not options.zygote or options.device != "cpu":  # an accelerator's state does not survive a fork
         return None
     try:
         if sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode != "bwrap":
             return None
-        device = device_for(options)
+        device = "cpu"
         start = sandbox.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports,
                                     compile_cache.ensure(lesson_id, device), lessons.warm_sources(lesson_id))
     except GraderError:  # each grade then says why

@@ -232,8 +232,9 @@ def request_for(km: Any, limits: Limits) -> dict[str, Any]:
     return {"connection_file": km.connection_file, "rundir": str(km.rundir), "scratch": str(km.scratch),
             "keep_readonly": sorted(p for p in prefixes if p.startswith("/tmp/")),
             "become_nobody": not report.rootless, "own_user_namespace": bool(report.budgets.get("own_user_namespace")),
-            "env": env, "limits": {k: v for k, v in asdict(limits).items()
-                                   if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")}}
+            "env": env, "limits": dict({k: v for k, v in asdict(limits).items()
+                                        if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")},
+                                       memory_rlimit=sandbox.memory_rlimit(km.start.device))}
 
 
 def kernel_manager(report: sandbox.SandboxReport, limits: Limits, start: sandbox.KernelStart | None = None,

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-ORDER = ["errors", "escape", "limits", "files", "shapes", "wire", "load", "layouts", "roster", "lessons", "sandbox", "options", "compile_cache", "zygote", "warm_start", "kernel_messages", "run", "probe", "judge", "record", "sign", "figure", "render",
+ORDER = ["errors", "escape", "limits", "files", "shapes", "wire", "load", "layouts", "roster", "lessons", "sandbox", "options", "compile_cache", "zygote", "warm_start", "kernel_messages", "run", "probe", "device_check", "judge", "record", "sign", "figure", "render",
          "grading", "portfolio", "verify", "cluster", "batch", "platforms", "cli"]
 
 
