@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 GRADER = str(Path(sys.executable).with_name("grader"))
 RECEIPT = ("device_used", "jax_backend", "jax_device_kind", "jax_device_count", "jax_matmul_precision")
@@ -38,14 +40,27 @@ def _grade(notebook: Path, lesson: str, device: str, out: Path) -> tuple[dict[st
 
 def _measured(data: dict[str, Any]) -> list[str]:
     """The reference's measured values, as short lines: per-batch medians and tails, or a latency summary."""
+    from grader.judge import plain  # the values are stored in the probe's wire form
+
     lines = []
     for name, value in ((data.get("measured") or {}).get("values") or {}).items():
+        value = plain(value) if value is not None else None
+        value = value.tolist() if hasattr(value, "tolist") else value
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             shown = [{k: round(v[k], 3) for k in ("batch", "p50_ms", "p95_ms") if isinstance(v.get(k), (int, float))}
                      for v in value[:8]]
             lines.append(f"{name}: {shown}" if any(shown) else f"{name}: {len(value)} records")
         elif isinstance(value, dict):
-            lines.append(f"{name}: " + ", ".join(f"{k} {v:.3f}" for k, v in value.items() if isinstance(v, float)))
+            parts = []
+            for key, item in value.items():
+                item = item.tolist() if hasattr(item, "tolist") else item
+                if isinstance(item, (int, float)) and not isinstance(item, bool):
+                    parts.append(f"{key} {float(item):.3f}")
+                elif isinstance(item, list) and len(item) > 4 and all(isinstance(x, (int, float)) for x in item):
+                    parts.append(f"{key} p50 {np.percentile(item, 50):.2f} p99 {np.percentile(item, 99):.2f} (n {len(item)})")
+                elif isinstance(item, list) and len(item) <= 4:
+                    parts.append(f"{key} {item}")
+            lines.append(f"{name}: " + ", ".join(parts))
     return lines
 
 
