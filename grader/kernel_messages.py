@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from queue import Empty
 from typing import Any
 
+import zmq
 from jupyter_client.channels import AsyncZMQSocketChannel
 
 _TEXT = (str,)
@@ -100,10 +102,6 @@ class CheckedChannel(AsyncZMQSocketChannel):
         return self.__dict__["_broken"]
 
     async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:  # type: ignore[override]
-        from queue import Empty
-
-        import zmq
-
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -24,7 +24,7 @@ import shutil
 import stat
 import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from grader import files
 from grader.errors import GraderError

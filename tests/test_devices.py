@@ -70,7 +70,15 @@ def test_a_gpu_batch_that_does_not_work_stops_before_any_grade(stand_in_gpu, tmp
     done = run_cli("batch", folder, "--lesson", LESSON, "--out", tmp_path / "out", "--device", "gpu")
     assert done.exit_code == 2 and "does not work in a sandboxed kernel" in done.stderr
     assert not (tmp_path / "out" / "results").exists() or not list((tmp_path / "out" / "results").iterdir())
-    assert batch.default_jobs("gpu") <= batch.ACCELERATOR_JOBS  # one stand-in GPU: at most its share of jobs
+
+
+
+def test_a_gpu_batch_runs_at_most_its_share_of_jobs_per_device(stand_in_gpu, monkeypatch):
+    monkeypatch.setattr(batch.os, "cpu_count", lambda: 16)  # a GPU host's cores: the CPU alone would allow more
+    assert batch.default_jobs("cpu") > 4
+    assert batch.default_jobs("gpu") == 4  # one stand-in GPU, four jobs on it
+    os.mknod(stand_in_gpu / "nvidia1", 0o666 | 0o020000, os.makedev(240, 2))
+    assert batch.default_jobs("gpu") == min(8, batch.default_jobs("cpu"))
 
 
 PROBE = """

@@ -8,7 +8,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FAST, SEED
-from grader import batch, cli, escape, grading, layouts, load, platforms, record, render, roster
+from grader import batch, cli, escape, files, grading, layouts, load, platforms, record, render, roster
 from grader.errors import GraderError, SubmissionRejected
 
 HERE = Path(__file__).parent
@@ -100,9 +99,9 @@ def test_one_oversized_entry_costs_only_its_student(tmp_path, monkeypatch):
 def test_entries_are_written_as_a_stream_never_whole(tmp_path):
     written = []
     target = tmp_path / "out.bin"
-    layouts.files.write_chunks(target, iter([b"a" * 10, b"b" * 10]), limit=20)
-    with pytest.raises(layouts.files.TooLarge):
-        layouts.files.write_chunks(tmp_path / "over.bin", (written.append(1) or b"x" * 8 for _ in range(4)), limit=20)
+    files.write_chunks(target, iter([b"a" * 10, b"b" * 10]), limit=20)
+    with pytest.raises(files.TooLarge):
+        files.write_chunks(tmp_path / "over.bin", (written.append(1) or b"x" * 8 for _ in range(4)), limit=20)
     assert target.read_bytes() == b"a" * 10 + b"b" * 10
     assert len(written) == 3 and not (tmp_path / "over.bin").exists()  # stopped at the chunk that went over
 

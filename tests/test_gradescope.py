@@ -78,11 +78,6 @@ def _run(root: Path, prefix: list[str] = (), **env: str) -> dict:
     return data
 
 
-def _printed(root: Path) -> str:
-    """What the hostile cell printed, from the executed notebook's text in the results (its output is kept)."""
-    return (root / "results" / "results.json").read_text()
-
-
 def _alive(mark: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
