@@ -260,6 +260,7 @@ def test_terminal_escapes_from_a_file_name_or_a_message_never_reach_the_terminal
 # ---- a kernel's protocol is the student's ----
 
 @pytest.mark.kernel
+@pytest.mark.sandbox  # run again as an ordinary user by .ci/rootless
 def test_a_kernel_that_garbles_its_messages_fails_that_student_and_grade_still_exits_0(tmp_path):
     from conftest import patched_solution, statuses, write
 
