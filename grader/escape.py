@@ -61,3 +61,20 @@ def md_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+_MD_ALWAYS = re.compile(r"([\\`*<>&|~])")
+"""Markup anywhere in a line: escapes, code, emphasis, inline HTML and autolinks, entities, table pipes, strikes."""
+_MD_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+"""An underscore that could open or close emphasis (CommonMark never reads one inside a word as markup)."""
+_MD_LINK = re.compile(r"\](?=[(\[:])")
+"""A bracket that could end a link, an image, a reference or a reference definition."""
+
+
+def md_text(value: Any) -> str:
+    """Text for a Markdown page, shown as written: whatever CommonMark (and GitHub's tables and strikes) could
+    read as markup is backslash-escaped, and line breaks are folded so a table row or list item stays one.
+    Ordinary text (names_with_underscores, [1.0, 2.0], 3.5) is left as it reads."""
+    text = " ".join(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(value)).splitlines())
+    text = _MD_LINK.sub(r"\\]", _MD_UNDERSCORE.sub(r"\\_", _MD_ALWAYS.sub(r"\\\1", text)))
+    return "\\" + text if text[:1] in ("#", "-", "+", "=") else text

@@ -115,6 +115,8 @@ LEFT, RIGHT, TOP, BOTTOM = 76, 16, 30, 50
 """Plot area inside each panel: margins in pixels."""
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 BAR_COLOURS = {"measured": ("#9ecae1", "#4292c6", "#08519c"), "simulated": ("#fdd0a2", "#f16913", "#a63603")}
+LOG_SPREAD = 30.0
+"""Bars whose tallest is more than this many times the shortest get a logarithmic axis."""
 CHAR_WIDTH = 6.2
 """Rough width of one character of legend text at 11 px (a legend box only needs to be wide enough)."""
 
@@ -224,10 +226,10 @@ class _Scale:
     """Data to pixels along one axis: linear, or base-2 logarithmic."""
 
     def __init__(self, lo: float, hi: float, pixel_lo: float, pixel_hi: float, log2: bool = False,
-                 margin: float = 0.05) -> None:
+                 margin: float = 0.05, log10: bool = False) -> None:
         """`margin`: the share of the data's span left empty at each end (as matplotlib does)."""
-        self.log2 = log2
-        lo, hi = (math.log2(lo), math.log2(hi)) if log2 else (lo, hi)
+        self.log2, self.log10 = log2, log10
+        lo, hi = (self._log(lo), self._log(hi)) if log2 or log10 else (lo, hi)
         if not hi > lo:
             pad = abs(lo) * 0.1 or 1.0
             lo, hi = lo - pad, hi + pad
@@ -236,11 +238,16 @@ class _Scale:
             raise ValueError("values too far apart to draw")
         self.pixel_lo, self.pixel_hi = pixel_lo, pixel_hi
 
+    def _log(self, value: float) -> float:
+        return math.log10(value) if self.log10 else math.log2(value)
+
     def __call__(self, value: float) -> float:
-        v = math.log2(value) if self.log2 else value
+        v = self._log(value) if self.log2 or self.log10 else value
         return round(self.pixel_lo + (v - self.lo) / (self.hi - self.lo) * (self.pixel_hi - self.pixel_lo), 1)
 
     def ticks(self) -> tuple[tuple[float, str], ...]:
+        if self.log10:  # powers of ten, labelled as values
+            return tuple((self(10.0 ** k), f"{10.0 ** k:g}") for k in range(math.ceil(self.lo), math.floor(self.hi) + 1))
         values = nice_ticks(self.lo, self.hi)
         step = values[1] - values[0] if len(values) > 1 else 1.0
         return tuple((self(v), tick_label(v, step)) for v in values)
@@ -279,7 +286,14 @@ def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> P
     heights = {(side, q, c): float((table["sides"][side][c] or {}).get(f"p{q}", 0.0))
                for side in SIDES for q in PERCENTILES for c in components}
     tallest = max([h for h in heights.values() if math.isfinite(h)] + [0.0])
-    y = _Scale(0.0, (tallest or 1.0) * 1.45, PANEL_HEIGHT - BOTTOM, TOP, margin=0.0)  # room for the legend above
+    positive = [h for h in heights.values() if math.isfinite(h) and h > 0]
+    # A backlogged replay's total runs to seconds while a batch computes in milliseconds: one linear axis would
+    # leave the compute bars invisible, so a wide spread gets a logarithmic axis (zero-height bars are not drawn).
+    log = bool(positive) and max(positive) / min(positive) > LOG_SPREAD
+    floor = 10.0 ** (math.floor(math.log10(min(positive))) - 1) if log else 0.0  # the shortest bar spans a decade
+    y = (_Scale(floor, tallest * 10.0, PANEL_HEIGHT - BOTTOM, TOP, margin=0.0, log10=True) if log else
+         _Scale(0.0, (tallest or 1.0) * 1.45, PANEL_HEIGHT - BOTTOM, TOP, margin=0.0))  # room for the legend above
+    base = floor if log else 0.0
     x = _Scale(-0.5, len(components) - 0.5, LEFT, WIDTH - RIGHT, margin=0.0)
     slots = len(SIDES) * len(PERCENTILES)
     width = 0.8 / slots
@@ -289,16 +303,17 @@ def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> P
         for q, colour in zip(PERCENTILES, BAR_COLOURS[side]):
             for i, component in enumerate(components):
                 h = heights[(side, q, component)]
-                if not math.isfinite(h):
+                if not math.isfinite(h) or (log and h <= 0):
                     continue
                 left = x(i - 0.4 + width * slot)
-                bars.append(Bar(left, min(y(h), y(0.0)), round(x(i - 0.4 + width * (slot + 1)) - left, 1),
-                                round(abs(y(0.0) - y(h)), 1), colour, side == "simulated"))
+                bars.append(Bar(left, min(y(h), y(base)), round(x(i - 0.4 + width * (slot + 1)) - left, 1),
+                                round(abs(y(base) - y(h)), 1), colour, side == "simulated"))
             keys.append(Key(f"{table['labels'][side]} p{q}" + (f" (n={'/'.join(map(str, counts))})" if q == 50 and counts else ""),
                             colour, hatched=side == "simulated", bar=True))
             slot += 1
     compare = spec.get("compare", {})
-    return Panel(top, table["title"], compare.get("xlabel", "component"), compare.get("ylabel", "ms"),
+    ylabel = str(compare.get("ylabel", "ms")) + (" (log scale)" if log else "")
+    return Panel(top, table["title"], compare.get("xlabel", "component"), ylabel,
                  tuple((x(i), str(c)) for i, c in enumerate(components)), y.ticks(), bars=tuple(bars),
                  keys=tuple(keys), key_columns=2)
 

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from grader import escape, figure, lessons
 from grader.judge import plain
@@ -30,8 +31,17 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
     env.filters["num"] = _num
+    env.filters["points"] = points
     env.filters["plain"] = _plain_value
     return env
+
+
+def points(value: Any) -> str:
+    """A score for people: at most two decimals (a score by cases can be 27/28 of a point), no trailing zeros."""
+    try:
+        return f"{round(float(value), 2):g}"
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -163,7 +173,6 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
     context["figure"] = ""
     context["replay"] = replay_command(result)
-    context["replay_md"] = escape.md_code(context["replay"])
     context["receipt"] = RECEIPT
     context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])
     spec: dict[str, Any] = {}
@@ -177,6 +186,7 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
     context["simulated_note"] = prose.get("simulated_values_note", "")
     context["figure_labels"] = [str(label) for label in spec.get("labels", ["simulated"])]
     context["comparison"] = None
+    context["comparison_absent"] = ""
     context["comparison_note"] = prose.get("comparison_note", "")
     shown_apart = {str(name) for key, name in (spec.get("compare") or {}).items() if key in ("measured", "simulated", "context")}
     context["measured_values"] = [x for x in context["measured_values"] if x.get("title", x.get("label")) not in shown_apart]
@@ -186,12 +196,37 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
             context["comparison"] = figure.comparison(result, spec)
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the comparison could not be computed from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
+        context["comparison_absent"] = comparison_absent(result, spec)
         try:  # the Markdown report has no figure: drawing one for it would be wasted work
             drawn = figure.layout(result, spec) if draw else None
             context["figure"] = environment().get_template("figure.svg.j2").render(f=drawn) if drawn else ""
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
     return context
+
+
+def comparison_absent(result: dict[str, Any], spec: dict[str, Any]) -> str:
+    """Why the lesson's measured-beside-simulated comparison is missing a side on this run ("" when it is whole):
+    which values the notebook left undefined, and the verdicts that explain it."""
+    compare = spec.get("compare") or {}
+    if not compare or result.get("status") != "graded":
+        return ""
+    lacking = [str(compare[side]) for side in figure.SIDES if compare.get(side) and not isinstance(
+        plain(((result.get(side) or {}).get("values") or {}).get(compare[side])), dict)]
+    if not lacking:
+        return ""
+    exercises = result.get("exercises") or []
+    excused = [m for e in exercises for m in e.get("messages") or [] if "not compared on this run" in m]
+    failing = [f"{e['id']} ({e['status']})" for e in exercises if e.get("status") != "passed"]
+    why = (f"No {'table or figure' if len(lacking) == len(figure.SIDES) else 'complete table'} of "
+           f"{compare.get('title') or 'the comparison'} on this run: the notebook left "
+           f"{' and '.join(f'`{name}`' for name in lacking)} undefined (the given comparison cell builds them from "
+           "the live records, the fitted costs and the simulation)")
+    if excused:
+        return f"{why}. {excused[0][0].upper()}{excused[0][1:]}"
+    if failing:
+        return f"{why}. Exercises not passing: {', '.join(failing)}"
+    return why
 
 
 def replay_command(result: dict[str, Any]) -> str:
@@ -245,7 +280,21 @@ def report_html(result: dict[str, Any]) -> str:
 
 def report_md(result: dict[str, Any]) -> str:
     """The evidence report of one result, as Markdown."""
-    return environment().get_template("report.md.j2").render(r=result, v=report_context(result, draw=False))
+    return markdown_environment().get_template("report.md.j2").render(r=result, v=report_context(result, draw=False))
+
+
+@functools.lru_cache(maxsize=1)
+def markdown_environment() -> jinja2.Environment:
+    """The Jinja environment of Markdown pages: every value shown as written (escape.md_text), never as HTML
+    entities; `code` makes a value inline code that its own backticks cannot end."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(course_folder("templates"))), autoescape=False,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=lambda value: value if isinstance(value, markupsafe.Markup) else escape.md_text(value))
+    env.filters.update(environment().filters)
+    env.filters["code"] = lambda value: markupsafe.Markup(escape.md_code(" ".join(str(value).splitlines())))
+    env.filters["cells"] = lambda values: markupsafe.Markup(" | ".join(escape.md_text(v) for v in values))
+    return env
 
 
 def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -254,8 +303,10 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
 
     graded = [r for r in results if r["status"] == "graded"]
     max_score = lesson.max_score
-    bins = Counter(int(r["score"]) for r in graded)
-    distribution = [{"score": s, "count": bins.get(s, 0)} for s in range(int(max_score) + 1)]
+    bins = Counter(int(math.floor(r["score"] + 1e-9)) for r in graded)
+    fractional = {int(math.floor(r["score"] + 1e-9)) for r in graded if abs(r["score"] - round(r["score"])) > 1e-9}
+    distribution = [{"score": f"{s} to <{s + 1}" if s in fractional else str(s), "count": bins.get(s, 0)}
+                    for s in range(int(max_score) + 1)]
     exercises = []
     for ex in lesson.exercises:
         verdicts = [e for r in graded for e in r["exercises"] if e["id"] == ex.id]
@@ -284,7 +335,7 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "exercises": exercises, "trouble": trouble,
             "absent": list(absent), "outside": [r["student"] for r in results if r.get("on_roster") is False],
             "late": [r["student"] for r in results if r.get("late")],
-            "students": [{"student": r["student"], "status": r["status"], "score": r.get("score", 0),
+            "students": [{"student": r["student"], "name": r.get("name") or "", "status": r["status"], "score": r.get("score", 0),
                           "max_score": r.get("max_score", max_score), "error": r.get("error")} for r in results]}
 
 
@@ -311,10 +362,13 @@ def result_text(result: dict[str, Any]) -> str:
     """A result for the terminal, the same for `grade`, `check` and a batch's students: the score, each
     exercise with what to fix, the notes, and what the statuses mean."""
     check = result.get("mode") == "check"
+    if result.get("status") != "graded":
+        who = " · ".join(str(x) for x in (result.get("student"), result.get("lesson")) if x)
+        return f"{who}: not graded: {result.get('error') or 'no reason was recorded'}"
     if check:
         head = f"Self-check of {result.get('submission')} for lesson {result['lesson']} (public checks only)"
     else:
-        head = (f"{result['student']} · {result['lesson']}: {result['score']:g} / {result['max_score']:g}"
+        head = (f"{result['student']} · {result['lesson']}: {points(result['score'])} / {points(result['max_score'])}"
                 f" (seed {result.get('seed')}, hash seed {result.get('hash_seed')})")
     lines = [head, ""]
     lines += [f"note: {note}" for note in result.get("notes", [])]
@@ -322,7 +376,7 @@ def result_text(result: dict[str, Any]) -> str:
         lines.append(f"note: {len(result['as_submitted'])} stored output(s) differ from the fresh run "
                      "(the report shows both; only the fresh run counts)")
     for e in result["exercises"]:
-        lines.append(f"{_MARK[e['status']]:<8} {e['id']:<20}" + ("" if check else f" {e['score']:g}/{e['max_score']:g}"))
+        lines.append(f"{_MARK[e['status']]:<8} {e['id']:<20}" + ("" if check else f" {points(e['score'])}/{points(e['max_score'])}"))
         if e["status"] != "passed":
             lines += [f"         {m}" for m in e["messages"]]
     passed = sum(1 for e in result["exercises"] if e["status"] == "passed")
