@@ -198,7 +198,7 @@ def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: d
         for case, result in zip(plan.cases, found.results):
             if case.hidden:
                 continue
-            entry = {"case": case.label().strip("`"), "name": case.name, "args": list(case.args), "kwargs": case.kwargs,
+            entry = {"case": case.label().replace("`", ""), "name": case.name, "args": list(case.args), "kwargs": case.kwargs,
                      "columns": list(case.columns), "note": case.note}
             entry.update({k: result[k] for k in ("value", "raised") if k in result})
             answers.append(entry)
@@ -271,6 +271,11 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
             cases, expectations = [c for c, _ in pairs], [e for _, e in pairs]
         verdicts.append(judge.judge(ex, cases, found, expectations, executed.cells, submission.notebook, checks))
     notes = list(submission.notes)
+    released = lessons.released_version(submission.notebook)
+    if released is not None and released != lesson.version:
+        notes.insert(0, f"this notebook was released as version {released} of lesson '{lesson.id}'; it is graded as "
+                        f"version {lesson.version}, whose given cells differ: copy them from a fresh "
+                        f"`grader release {lesson.id}` notebook if an answer depends on them")
     other = lessons.other_lesson(lesson, submission.notebook)
     if other and any(v.status == "missing" for v in verdicts):
         hint = (f"this notebook defines {other[1]} of the {other[2]} names of lesson '{other[0]}': is it that "
@@ -384,6 +389,8 @@ def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:
     """
     name = Path(submission.path).name
     hint = submission.lesson_hint
+    if lesson_id:
+        lessons.get(lesson_id)  # an unknown --lesson is said first, with the lessons there are
     if hint and lesson_id and hint != lesson_id:
         raise LessonError(f"{name}: the notebook is lesson '{hint}' (its metadata says so), not '{lesson_id}'; "
                           f"grade it with --lesson {hint}, or start from the notebook of lesson '{lesson_id}'")

@@ -33,7 +33,7 @@ class CaseVerdict:
     hidden: bool
     """Drawn at grading time."""
     outcome: str
-    """`passed`, `failed` or `error`."""
+    """`passed`, `failed`, `error`, or `excused` (no one could answer it on this run; counted in no score)."""
     message: str = ""
     """What differed, if anything."""
 
@@ -47,7 +47,7 @@ class ExerciseResult:
     status: str
     """One of STATUSES."""
     score: float
-    """Points earned: all or nothing."""
+    """Points earned: all or nothing, or by the share of cases passed (`scoring`)."""
     max_score: float
     """Points available."""
     kind: str
@@ -56,11 +56,18 @@ class ExerciseResult:
     """Feedback lines, most useful first."""
     cases: tuple[CaseVerdict, ...] = field(default=())
     """Per-case verdicts."""
+    scoring: str = "all"
+    """How `score` was reached: `all` (all or nothing) or `cases` (by the share of cases passed)."""
+    public_cases: int = 0
+    """How many public cases the exercise has (also when it could not be judged case by case)."""
+    hidden_cases: int = 0
+    """How many hidden cases were drawn for it on this run."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The contract's JSON form, plus per-case verdicts."""
+        """The contract's JSON form, plus how it was scored and per-case verdicts."""
         return {"id": self.id, "status": self.status, "score": self.score, "max_score": self.max_score,
-                "kind": self.kind, "messages": list(self.messages),
+                "kind": self.kind, "scoring": self.scoring, "public_cases": self.public_cases,
+                "hidden_cases": self.hidden_cases, "messages": list(self.messages),
                 "cases": [{"label": c.label, "hidden": c.hidden, "outcome": c.outcome, "message": c.message}
                           for c in self.cases]}
 
@@ -102,6 +109,8 @@ def plain(data: Any) -> Any:
 
 def expectation(case: Case, reference: dict[str, Any] | None) -> dict[str, Any]:
     """What a correct answer is: stated, a property, or the reference's answer on the same input."""
+    if case.recompute:
+        return {"recompute": case.recompute}  # answered in the kernel by the student's own functions
     if case.kernel_names():
         return {"pending": case.kernel_names()}  # asked again once the kernel says what those values were
     if case.raises:
@@ -301,6 +310,8 @@ def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
                            f"{prefix}: raised {raised.get('type')}: {readable(str(raised.get('message', '')))}".rstrip(": "))
     if "accepts" in expect:
         return CaseVerdict(label, case.hidden, "passed")
+    if "recompute" in expect:
+        return _recomputed(case, result, expect["recompute"], prefix)
     if "refused" in expect:
         return CaseVerdict(label, case.hidden, "failed",
                            f"{prefix}: your own values it was asked on are not valid input ({expect['refused']})")
@@ -321,6 +332,21 @@ def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
     return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()))
 
 
+def _recomputed(case: Case, result: dict[str, Any], expression: str, prefix: str) -> CaseVerdict:
+    """A value checked against the student's own functions: it must equal what `expression` gives in their kernel."""
+    label = case.label()
+    own = result.get("own") if isinstance(result.get("own"), dict) else {}
+    if "value" not in own:
+        raised = (own.get("raised") or {}).get("type", "nothing")
+        return CaseVerdict(label, case.hidden, "failed",
+                           f"{prefix}: recomputing it from your own functions raised {raised} ({expression})")
+    problem = compare(plain(result.get("value")), plain(own["value"]), case)
+    if problem is None:
+        return CaseVerdict(label, case.hidden, "passed")
+    return CaseVerdict(label, case.hidden, "failed",
+                       f"{prefix}: is not what your own functions give ({expression}): {problem.public()}")
+
+
 def _unanswerable(cases: list[Case], results: tuple[dict[str, Any], ...], expectations: list[dict[str, Any]],
                   cells: tuple[CellRun, ...], notebook: Any) -> dict[int, str]:
     """Value cases that no one could answer on this run, by index, with why.
@@ -329,16 +355,21 @@ def _unanswerable(cases: list[Case], results: tuple[dict[str, Any], ...], expect
     records, say) may have no answer: the reference raises ValueError on those
     very values, and the student's cell that defines it raised ValueError too,
     so the name is undefined. That is the contract's answer, not a fault: a
-    busy host can hand both the same degenerate measurements.
+    busy host can hand both the same degenerate measurements. A consistency
+    check (`recompute`) is excused alike when the student's own functions
+    raise ValueError recomputing the value their cell raised it for.
     """
     excused = {}
     for index, (case, result, expect) in enumerate(zip(cases, results, expectations)):
-        if case.mode != "value" or result.get("missing") != case.name or expect.get("raises") != "ValueError":
+        own_raised = ((result.get("own") or {}).get("raised") or {}).get("value_error") is True
+        no_answer = expect.get("raises") == "ValueError" or ("recompute" in expect and own_raised)
+        if case.mode != "value" or result.get("missing") != case.name or not no_answer:
             continue
         raised = [c for c in cells if c.status == "error" and c.ename == "ValueError"
                   and case.name in notebook.cells[c.index].source]
         if raised:
-            excused[index] = (f"{case.label()}: not compared on this run: the reference raises ValueError on those "
+            whose = "your own functions raise" if "recompute" in expect else "the reference raises"
+            excused[index] = (f"{case.label()}: not compared on this run: {whose} ValueError on those "
                               f"values of yours too, as {cell_name(notebook, raised[0].index)} did (regrade to compare it)")
     return excused
 
@@ -383,15 +414,18 @@ def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: lis
     float, say) is that student's `error` on this exercise, never a fault of
     the grader; a fault of the lesson itself (`LessonError`) still propagates.
     """
+    hidden = sum(1 for case in cases if case.hidden)
+    counts = {"public_cases": len(cases) - hidden, "hidden_cases": hidden}
     try:
-        return _judge(exercise, cases, probe, expectations, cells, notebook, checks)
+        return dataclasses.replace(_judge(exercise, cases, probe, expectations, cells, notebook, checks), **counts)
     except GraderError:
         raise
     except Exception as err:  # noqa: BLE001 - student data only; see the docstring
         reason = f"{type(err).__name__}: {err}"[:200]
         return ExerciseResult(exercise.id, "error", 0.0, exercise.points, exercise.kind,
                               (f"your answer for `{exercise.id}` could not be judged ({reason}); "
-                               "return plain numbers, lists or arrays of the expected sizes",))
+                               "return plain numbers, lists or arrays of the expected sizes",), scoring=exercise.scoring,
+                              **counts)
 
 
 def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
@@ -401,27 +435,48 @@ def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: li
     blocked = _blocked(exercise, probe, cells, notebook, frozenset(cases[i].name for i in excused))
     if blocked:
         status, messages = blocked
-        return ExerciseResult(exercise.id, status, 0.0, exercise.points, exercise.kind, tuple(messages))
-    verdicts = [CaseVerdict(case.label(), case.hidden, "passed", ("hidden case " if case.hidden else "") + excused[i])
+        return ExerciseResult(exercise.id, status, 0.0, exercise.points, exercise.kind, tuple(messages),
+                              scoring=exercise.scoring)
+    verdicts = [CaseVerdict(case.label(), case.hidden, "excused", ("hidden case " if case.hidden else "") + excused[i])
                 if i in excused
                 else _case_verdict(case, result, expect, checks)
                 for i, (case, result, expect) in enumerate(zip(cases, probe.results, expectations))]
     errors = [v for v in verdicts if v.outcome == "error"]
     failures = [v for v in verdicts if v.outcome == "failed"]
-    if errors:
-        status = "error"
-    elif failures:
-        status = "failed"
-    else:
-        status = "passed"
-    public = sum(1 for c in cases if not c.hidden)
+    status = "error" if errors else "failed" if failures else "passed"
+    score = earned(exercise, verdicts, status)
     messages = grouped(errors + failures)[:8]
     if status == "passed":
-        if excused:
-            messages = [f"{len(cases) - len(excused)} of {len(cases)} cases passed ({public} public, "
-                        f"{len(cases) - public} hidden); {len(excused)} could not be compared on this run"]
-            messages += [verdicts[i].message for i in sorted(excused)]
-        else:
-            messages = [f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"]
-    return ExerciseResult(exercise.id, status, exercise.points if status == "passed" else 0.0, exercise.points,
-                          exercise.kind, tuple(messages), tuple(verdicts))
+        messages = [_passed_line(cases, excused)]
+    elif exercise.scoring == "cases":
+        messages.insert(0, f"{_share(verdicts)} (scored by cases: {score:.4g} of {exercise.points:g} points)")
+    messages += [verdicts[i].message for i in sorted(excused)]
+    return ExerciseResult(exercise.id, status, score, exercise.points, exercise.kind, tuple(messages), tuple(verdicts),
+                          exercise.scoring)
+
+
+def earned(exercise: Exercise, verdicts: list[CaseVerdict], status: str) -> float:
+    """Points for these verdicts: all or nothing, or (scored by cases) the points times the share of the counted
+    cases that passed; excused cases count in neither the share's numerator nor its denominator."""
+    if exercise.scoring != "cases":
+        return exercise.points if status == "passed" else 0.0
+    counted = [v for v in verdicts if v.outcome != "excused"]
+    if not counted:
+        return exercise.points if status == "passed" else 0.0
+    return exercise.points * sum(v.outcome == "passed" for v in counted) / len(counted)
+
+
+def _share(verdicts: list[CaseVerdict]) -> str:
+    counted = [v for v in verdicts if v.outcome != "excused"]
+    passed = sum(v.outcome == "passed" for v in counted)
+    public = [v for v in counted if not v.hidden]
+    return (f"{passed} of {len(counted)} cases passed ({sum(v.outcome == 'passed' for v in public)} of {len(public)} "
+            f"public, {passed - sum(v.outcome == 'passed' for v in public)} of {len(counted) - len(public)} hidden)")
+
+
+def _passed_line(cases: list[Case], excused: dict[int, str]) -> str:
+    public = sum(1 for c in cases if not c.hidden)
+    if excused:
+        return (f"{len(cases) - len(excused)} of {len(cases)} cases passed ({public} public, "
+                f"{len(cases) - public} hidden); {len(excused)} could not be compared on this run")
+    return f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"

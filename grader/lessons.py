@@ -13,6 +13,7 @@ particular lesson: a new lesson is a new pair of folders.
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import importlib.util
 import math
@@ -107,6 +108,9 @@ class Case:
     """The reference function whose answer on `args` is expected (default: the reference's own `name`)."""
     shown: str = ""
     """The label as first written, kept when kernel arguments are replaced by their values."""
+    recompute: str = ""
+    """A consistency check against the student's own functions: an expression of the lesson's (never of student
+    data) evaluated in the kernel after the student's cells; the value read must equal what it gives."""
 
     def kernel_names(self) -> tuple[str, ...]:
         """Names of the student's values this case passes as arguments (`{kernel = "name"}`)."""
@@ -126,7 +130,8 @@ class Case:
 
     def request(self) -> dict[str, Any]:
         """The plain-data request the probe sends into the kernel."""
-        return {"name": self.name, "mode": self.mode, "args": list(self.args), "kwargs": self.kwargs}
+        request = {"name": self.name, "mode": self.mode, "args": list(self.args), "kwargs": self.kwargs}
+        return dict(request, recompute=self.recompute) if self.recompute else request
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,9 @@ class Exercise:
     """Names the student notebook must define for this exercise."""
     cases: tuple[Case, ...]
     """Public cases (the figures the lesson text states)."""
+    scoring: str = "all"
+    """`all`: the points for passing every case, else 0 (the default). `cases`: the points times the share of
+    cases that passed, every case (public or hidden) weighing the same; excused cases count in neither."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,8 @@ class Lesson:
     warm_cells: tuple[str, ...] = ()
     """Ids of the scaffold's leading given cells a batch's warm kernel template runs once for every kernel whose
     notebook starts with them unchanged (`warm_cells`; see warm_sources)."""
+    version: int = 1
+    """The lesson's release: raised whenever its given cells change what a notebook computes (`version`)."""
 
     @property
     def max_score(self) -> float:
@@ -203,8 +213,10 @@ def get(lesson_id: str) -> Lesson:
     folder = course_folder("lessons") / lesson_id
     spec_path = folder / "lesson.toml"
     if not spec_path.is_file():
-        known = ", ".join(available()) or "none"
-        raise LessonError(f"unknown lesson '{lesson_id}' (known: {known})")
+        known = available()
+        close = difflib.get_close_matches(lesson_id.replace("_", "-").lower(), known, n=1)
+        raise LessonError(f"unknown lesson '{lesson_id}'" + (f"; did you mean '{close[0]}'?" if close else "")
+                          + f" (known: {', '.join(known) or 'none'})")
     with spec_path.open("rb") as handle:
         spec = tomllib.load(handle)
     exercises = tuple(_exercise(lesson_id, item) for item in spec.get("exercises", []))
@@ -225,7 +237,25 @@ def get(lesson_id: str) -> Lesson:
     return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises,
                   evidence=evidence, figure=dict(spec.get("figure", {})),
                   report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm,
-                  compile_warmup=warmup, warm_cells=tuple(cells))
+                  compile_warmup=warmup, warm_cells=tuple(cells), version=_version(spec, spec_path))
+
+
+def _version(spec: dict[str, Any], spec_path: Path) -> int:
+    version = spec.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise LessonError(f"{spec_path}: version must be a whole number of at least 1")
+    return version
+
+
+def released_version(notebook: Any) -> int | None:
+    """The lesson version a notebook was released as (`grader release` writes it), if it says."""
+    meta = notebook.metadata.get("grader") if isinstance(notebook.metadata, dict) else None
+    version = meta.get("version") if isinstance(meta, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+SCORINGS = ("all", "cases")
+"""How an exercise scores: all-or-nothing, or by the share of its cases that passed."""
 
 
 def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
@@ -235,10 +265,13 @@ def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
         raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: kind must be one of {KINDS}")
     cases = tuple(case_from_spec(spec) for spec in item.get("cases", []))
     for case in cases:
-        if not (case.has_expect or case.raises or case.property or case.accepts):
+        if not (case.has_expect or case.raises or case.property or case.accepts or case.recompute):
             raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: public case {case.label()} states no expectation")
+    scoring = item.get("scoring", "all")
+    if scoring not in SCORINGS:
+        raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: scoring must be one of {SCORINGS}, not {scoring!r}")
     return Exercise(id=ex_id, title=item.get("title", ex_id), kind=kind, points=float(item.get("points", 1)),
-                    needs=tuple(item.get("needs", [])), cases=cases)
+                    needs=tuple(item.get("needs", [])), cases=cases, scoring=scoring)
 
 
 def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
@@ -258,7 +291,7 @@ def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
         rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)),
         accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
         columns=tuple(spec.get("columns", ())), note=str(spec.get("note", "")),
-        reference=spec.get("reference"),
+        reference=spec.get("reference"), recompute=str(spec.get("recompute", "")),
     )
 
 
@@ -318,7 +351,7 @@ def scaffold(lesson: Lesson) -> Any:
     path = lesson.folder / "scaffold.py"
     notebook = load.notebook_from_script(path.read_text(encoding="utf-8"))
     notebook.metadata["kernelspec"] = dict(load.KERNEL)
-    notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1}
+    notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1, "version": lesson.version}
     return notebook
 
 

@@ -63,6 +63,17 @@ def __grader_probe(user, request_text, wire_source, seconds, journal):
         return [user[arg["__kernel__"]] if isinstance(arg, dict) and "__kernel__" in arg else arg
                 for arg in decode(case["args"])]
 
+    def recomputed(case, result):  # the lesson's own expression over the student's names, for a consistency check
+        if not case.get("recompute"):
+            return result
+        try:
+            result["own"] = {"value": encode(eval(case["recompute"], user))}
+        except (KeyboardInterrupt, Expired):
+            raise
+        except BaseException as exc:
+            result["own"] = {"raised": {"type": type(exc).__name__, "value_error": isinstance(exc, ValueError)}}
+        return result
+
     def answer(section):
         answers = {"defined": {name: name in user for name in section["needs"]}, "results": []}
         for case in section["cases"]:
@@ -77,7 +88,7 @@ def __grader_probe(user, request_text, wire_source, seconds, journal):
                         raise
                     except BaseException:
                         pass
-                answers["results"].append(missing)
+                answers["results"].append(recomputed(case, missing))
                 continue
             echo = {}
             try:
@@ -89,7 +100,7 @@ def __grader_probe(user, request_text, wire_source, seconds, journal):
                     value = target
                 else:
                     value = target(*args, **decode(case["kwargs"]))
-                answers["results"].append(dict(echo, value=encode(value)))
+                answers["results"].append(recomputed(case, dict(echo, value=encode(value))))
             except (KeyboardInterrupt, Expired):
                 raise
             except BaseException as exc:
@@ -146,7 +157,8 @@ class Probe:
     """Which needed names were defined."""
     results: tuple[dict[str, Any], ...] = ()
     """Per case: {"value": plain data} | {"raised": {...}} | {"missing": name}; with "args" (the student's own
-    values it was asked on) when the case passes kernel values (for a missing name, when those values exist)."""
+    values it was asked on) when the case passes kernel values (for a missing name, when those values exist), and
+    "own" ({"value"} or {"raised"}) when the case recomputes its value from the student's functions."""
     detail: str = ""
     """Why the probe is not `ok`."""
 
@@ -232,14 +244,22 @@ _WIRE = {"anyOf": [
     {"type": "object", "required": ["__object__"], "additionalProperties": False,
      "properties": {"__object__": {"type": "string"}}},
 ]}
+_OWN = {"oneOf": [  # a consistency check's recomputation (Case.recompute)
+    {"type": "object", "required": ["value"], "additionalProperties": False, "properties": {"value": {"$ref": "#/$defs/wire"}}},
+    {"type": "object", "required": ["raised"], "additionalProperties": False,
+     "properties": {"raised": {"type": "object", "required": ["type", "value_error"], "additionalProperties": False,
+                               "properties": {"type": {"type": "string", "maxLength": 200},
+                                              "value_error": {"type": "boolean"}}}}},
+]}
 ANSWER_SCHEMA = {
-    "$defs": {"wire": _WIRE},
+    "$defs": {"wire": _WIRE, "own": _OWN},
     "type": "object", "required": ["defined", "results"],
     "properties": {
         "defined": {"type": "object", "additionalProperties": {"type": "boolean"}},
         "results": {"type": "array", "items": {"oneOf": [
             {"type": "object", "required": ["value"], "additionalProperties": False,
-             "properties": {"value": {"$ref": "#/$defs/wire"}, "args": {"type": "array", "items": {"$ref": "#/$defs/wire"}}}},
+             "properties": {"value": {"$ref": "#/$defs/wire"}, "args": {"type": "array", "items": {"$ref": "#/$defs/wire"}},
+                            "own": {"$ref": "#/$defs/own"}}},
             {"type": "object", "required": ["raised"], "additionalProperties": False,
              "properties": {"args": {"type": "array", "items": {"$ref": "#/$defs/wire"}},
                             "raised": {"type": "object", "required": ["type", "value_error", "message"],
@@ -248,7 +268,8 @@ ANSWER_SCHEMA = {
                                                       "value_error": {"type": "boolean"},
                                                       "message": {"type": "string", "maxLength": 2000}}}}},
             {"type": "object", "required": ["missing"], "additionalProperties": False,
-             "properties": {"missing": {"type": "string"}, "args": {"type": "array", "items": {"$ref": "#/$defs/wire"}}}},
+             "properties": {"missing": {"type": "string"}, "args": {"type": "array", "items": {"$ref": "#/$defs/wire"}},
+                            "own": {"$ref": "#/$defs/own"}}},
         ]}},
     },
 }

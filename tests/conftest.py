@@ -74,13 +74,13 @@ class Graded:
             self.cache[key] = grading.grade(path, lesson_id, options).to_dict()
         return copy.deepcopy(self.cache[key])
 
-    def patch(self, lesson_id: str, name: str) -> dict[str, Any]:
-        """Grade the solution with tests/submissions/<lesson>/<name>.py swapped in."""
+    def patch(self, lesson_id: str, name: str, public_only: bool = False) -> dict[str, Any]:
+        """Grade the solution with tests/submissions/<lesson>/<name>.py swapped in (`public_only`: as `check` does)."""
         target = self.folder / lesson_id / f"{name}.ipynb"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             write(patched_solution(lesson_id, SUBMISSIONS / lesson_id / f"{name}.py"), target)
-        return self.file(target, lesson_id)
+        return self.file(target, lesson_id, public_only=public_only)
 
     def solution(self, lesson_id: str) -> dict[str, Any]:
         target = self.folder / lesson_id / "solution.ipynb"

@@ -168,6 +168,8 @@ def test_reference_scores_full_marks_and_the_report_compares(graded):
     kinds = {e["id"]: e["kind"] for e in result["exercises"]}
     assert kinds == {"batcher-sim": "simulated", "policy-choice": "simulated", "live-replay": "measured",
                      "service-fit": "simulated"}
+    labels = [a["case"] for a in result["measured"]["answers"]["live-replay"]]
+    assert labels[0] == "live (given policy, TRACE_OVERLOADED)" and not any("`" in label for label in labels)
     from grader import render
     html = render.report_html(result)
     assert "Measured service (loopback) beside the simulation" in html
@@ -200,4 +202,69 @@ def test_a_live_run_with_one_batch_size_costs_the_reference_nothing(graded):
     assert statuses(result) == {ex: "passed" for ex in ALL}, result["exercises"]
     fit = next(e for e in result["exercises"] if e["id"] == "service-fit")
     assert "could not be compared on this run" in fit["messages"][0]
-    assert "`predicted`" in fit["messages"][1] and "raises ValueError" in fit["messages"][1]
+    assert any("`predicted`" in m and "raises ValueError" in m for m in fit["messages"][1:])
+    excused = [c for c in fit["cases"] if c["outcome"] == "excused"]
+    assert {c["hidden"] for c in excused} == {False, True}  # the public recomputation and the reference's case
+    # the report says why its comparison is absent, instead of leaving it out without a word
+    from grader import render
+    html = render.report_html(result)
+    assert '<table class="comparison">' not in html
+    absent = html.split('id="comparison-absent">')[1].split("</p>")[0]
+    assert "`service_measured` and `service_simulated` undefined" in absent and "not compared on this run" in absent
+
+
+@pytest.mark.kernel
+def test_the_self_check_excuses_a_fit_the_students_own_functions_refuse(graded):
+    result = graded.patch(LESSON, "busy-host", public_only=True)
+    fit = next(e for e in result["exercises"] if e["id"] == "service-fit")
+    assert fit["status"] == "passed", fit
+    assert "your own functions raise ValueError" in " ".join(fit["messages"])
+
+
+@pytest.mark.kernel
+def test_a_closed_loop_client_fails_live_replay_and_is_told_why(graded):
+    result = graded.patch(LESSON, "closed-loop")
+    got = statuses(result)
+    assert got["live-replay"] == "failed", result["exercises"]
+    assert {ex: st for ex, st in got.items() if ex != "live-replay"} == {ex: "passed" for ex in ALL if ex != "live-replay"}
+    message = next(e for e in result["exercises"] if e["id"] == "live-replay")["messages"][0]
+    assert "closed-loop" in message and "send every request at its scheduled time" in message
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("bug, target, words", [
+    ("policy-lowest-p99", "policy-choice", "`policy`: expected 4.0 for position [1], got 0.0"),
+    ("predicted-declared-costs", "service-fit", "is not what your own functions give"),
+])
+def test_the_self_check_fails_what_grading_would(graded, bug, target, words):
+    # `policy` is fixed by the handout's data and `predicted` by the student's own records: `check` sees both
+    checked = graded.patch(LESSON, bug, public_only=True)
+    assert statuses(checked)[target] == "failed", checked["exercises"]
+    assert words in " ".join(next(e for e in checked["exercises"] if e["id"] == target)["messages"])
+    assert statuses(graded.patch(LESSON, bug))[target] == "failed"
+
+
+@pytest.mark.kernel
+def test_a_simulator_wrong_on_one_case_earns_the_share_it_passed(graded):
+    result = graded.patch(LESSON, "batcher-sim-accepts-bool")
+    sim = next(e for e in result["exercises"] if e["id"] == "batcher-sim")
+    failed = [c for c in sim["cases"] if c["outcome"] != "passed"]
+    assert sim["status"] == "failed" and sim["scoring"] == "cases"
+    assert len(failed) == 1 and "True" in failed[0]["label"] and failed[0]["hidden"]
+    counted = len(sim["cases"])
+    assert counted == sim["public_cases"] + sim["hidden_cases"] > 20
+    assert sim["score"] == pytest.approx((counted - 1) / counted)
+    assert result["score"] == pytest.approx(3 + (counted - 1) / counted)
+    assert f"{counted - 1} of {counted} cases passed" in sim["messages"][0]
+    # every platform carries the same fractional score, split over the public and hidden tests
+    from grader import platforms
+    gradescope = platforms.gradescope_results(result)
+    assert gradescope["score"] == pytest.approx(result["score"])
+    assert sum(t["score"] for t in gradescope["tests"]) == pytest.approx(result["score"])
+    sim_tests = [t for t in gradescope["tests"] if t["name"].startswith("batcher-sim")]
+    assert [t["score"] for t in sim_tests] == pytest.approx([sim["public_cases"] / counted,
+                                                             (sim["hidden_cases"] - 1) / counted])
+    assert sum(t["max_score"] for t in sim_tests) == pytest.approx(1.0)
+    prairielearn = platforms.prairielearn_results(result)
+    assert [t["points"] for t in prairielearn["tests"]] == [t["score"] for t in gradescope["tests"]]
+    assert prairielearn["score"] == pytest.approx(result["score"] / 4)

@@ -18,6 +18,8 @@ FIELDS = ("id", "scheduled_ms", "sent_ms", "enqueued_ms", "dispatched_ms", "comp
           "received_ms", "batch_id", "batch_size")
 ORDER = ("enqueued_ms", "dispatched_ms", "compute_start_ms", "compute_end_ms", "received_ms")
 LATE_START_SLACK_MS = 1.0
+OVERLAP_MS = 1.0       # request i overlaps when scheduled at least this long before reply i-1 arrived
+MIN_OVERLAPS = 10      # fewer overlapping requests than this say nothing about the client's order of events
 
 
 def _number(value: Any) -> float | None:
@@ -87,7 +89,29 @@ def live_records(case: Any, answer: Any) -> list[str]:
         for key in ("dispatched_ms", "compute_start_ms", "compute_end_ms"):
             if len({m[key] for m in members}) != 1:
                 return [f"batch {batch_id:g}: its records disagree on {key}"]
-    return []
+    return open_loop(rows)
+
+
+def open_loop(rows: list[dict[str, float]]) -> list[str]:
+    """The contract's open-loop evidence: requests due before the previous reply were mostly sent before it.
+
+    In the order of `scheduled_ms` (ties by id), request i overlaps when it was
+    scheduled at least OVERLAP_MS before the reply to request i - 1 arrived.
+    With at least MIN_OVERLAPS of them, at least half must have been sent before
+    that reply; a client that waits for each reply sends none of them early.
+    This checks the order of events, never their speed.
+    """
+    ordered = sorted(rows, key=lambda r: (r["scheduled_ms"], r["id"]))
+    overlapping = [(before, after) for before, after in zip(ordered, ordered[1:])
+                   if after["scheduled_ms"] + OVERLAP_MS <= before["received_ms"]]
+    if len(overlapping) < MIN_OVERLAPS:
+        return []
+    early = sum(1 for before, after in overlapping if after["sent_ms"] < before["received_ms"])
+    if 2 * early >= len(overlapping):
+        return []
+    return [f"the replay is closed-loop: of the {len(overlapping)} requests due before the previous reply arrived, "
+            f"only {early} were sent before it (at least half must be); send every request at its scheduled time "
+            "whether or not earlier ones have returned, as the given `replay` does"]
 
 
 def measured_summary(case: Any, answer: Any) -> list[str]:

@@ -73,8 +73,19 @@ def poisson_trace(seed, count, mean_gap_ms):
     return np.round(times * 4.0) / 4.0
 
 
+def phased_trace(seed, phases, rounds):
+    """Arrival times whose exponential gaps follow the phases [(count, mean_gap_ms), ...], repeated `rounds`
+    times, starting at 0, rounded to 0.25 ms."""
+    rng = np.random.default_rng(seed)
+    gaps = np.concatenate([rng.exponential(mean_gap, count) for _ in range(rounds) for count, mean_gap in phases])
+    times = np.cumsum(gaps) - gaps[0]
+    return np.round(times * 4.0) / 4.0
+
+
 TRACE_STABLE = poisson_trace(11, 300, 8.0)         # about 125 requests per second
-TRACE_OVERLOADED = poisson_trace(12, 400, 2.25)    # about 440 per second: more than one-by-one can serve
+# Four rushes of 60 requests at about 500 per second (more than one-by-one can serve), each followed by 40 at
+# about 125 per second: the quiet stretches let any server catch up, so batches of every size appear.
+TRACE_OVERLOADED = phased_trace(12, [(60, 2.0), (40, 8.0)], 4)
 TRACE_BURST = np.repeat(np.arange(6) * 400.0, 50)  # six bursts of 50 simultaneous requests
 
 
@@ -170,6 +181,7 @@ class Batcher:
         self.worker_free = asyncio.Event()
         self.worker_free.set()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-worker")
+        self.worker.submit(warm_shapes).result()  # the worker thread's first calls are slow: pay them before any request
         self.running, self.batches, self.collector = set(), 0, None
 
     def full(self):
@@ -390,6 +402,11 @@ def simulated_components(arrival_ms, starts, finishes):
 # Check one by hand: arrivals `[0, 1, 2, 10]`, `max_batch = 2`, `max_wait_ms = 4`,
 # costs 1 + 1 per item. The first batch leaves at 1 (full), runs 3 ms; request 2
 # waits until 6 (its bound) and goes alone; request 3 goes alone at 14.
+#
+# This exercise is **scored by cases**: every public and hidden case (each trace,
+# each invalid input) weighs the same, and you earn the exercise's point times the
+# share of cases you pass. A simulator that is right except for one invalid input
+# still earns most of the point; the feedback names the cases it missed.
 
 # %% id=answer-batcher-sim tags=answer
 # YOUR ANSWER
@@ -417,7 +434,8 @@ except NotImplementedError:
 #
 # Finally set `policy` to your choice for `TRACE_OVERLOADED` with the declared costs
 # (`SETUP_MS`, `PER_ITEM_MS`), the objective `P99_SLO_MS` and the grid
-# (`MAX_BATCHES`, `MAX_WAITS_MS`).
+# (`MAX_BATCHES`, `MAX_WAITS_MS`). These are all fixed by the lesson, so
+# `grader check` already compares your `policy` with the right choice.
 
 # %% id=answer-policy-choice tags=answer
 # YOUR ANSWER
@@ -444,7 +462,10 @@ policy = None
 # Why open loop? A client that waits for each reply before sending the next stops
 # sending while the server stalls, so it never sees the queue that real users would
 # build up. Here arrivals keep their schedule, and latency counts from the scheduled
-# arrival: time lost before the request even left the client counts too.
+# arrival: time lost before the request even left the client counts too. If you
+# write a client of your own, keep it open-loop: the grader checks the order of
+# events in your records (a request due before the previous reply arrived must,
+# for most such requests, have been sent before that reply), never their speed.
 #
 # Set `live = replay(TRACE_OVERLOADED, *policy)` and
 # `measured = latency_summary(...)` of each record's `received_ms - scheduled_ms`.
@@ -469,6 +490,17 @@ measured = None
 # Then set `predicted` to the `latency_summary` of your simulation of
 # `TRACE_OVERLOADED` under `policy` with your fitted costs, made usable by the given
 # `clamp_costs(setup_ms, per_item_ms, live)`. Compare `predicted` with `measured`.
+# `grader check` recomputes `predicted` from your own `fit_service`, `clamp_costs`
+# and `simulate_batching`; grading compares it with the reference on your records.
+#
+# **If `fit_service` refuses your own `live` records** (every batch had the same
+# size: a host so busy that the server always found `max_batch` requests waiting),
+# let the `ValueError` stand: do not catch it or invent costs. The rushes and quiet
+# stretches of `TRACE_OVERLOADED` make this rare. When it happens, the reference
+# refuses the same records, so the fit and `predicted` are not compared on that
+# run, the result says so, and a regrade compares them; the exercise is judged on
+# its other cases meanwhile. Catching the error, or any other exception, earns no
+# such excuse.
 
 # %% id=answer-service-fit tags=answer
 # YOUR ANSWER

@@ -25,8 +25,19 @@ def poisson_trace(seed, count, mean_gap_ms):
     return np.round(times * 4.0) / 4.0
 
 
+def phased_trace(seed, phases, rounds):
+    """Arrival times whose exponential gaps follow the phases [(count, mean_gap_ms), ...], repeated `rounds`
+    times, starting at 0, rounded to 0.25 ms."""
+    rng = np.random.default_rng(seed)
+    gaps = np.concatenate([rng.exponential(mean_gap, count) for _ in range(rounds) for count, mean_gap in phases])
+    times = np.cumsum(gaps) - gaps[0]
+    return np.round(times * 4.0) / 4.0
+
+
 TRACE_STABLE = poisson_trace(11, 300, 8.0)         # about 125 requests per second
-TRACE_OVERLOADED = poisson_trace(12, 400, 2.25)    # about 440 per second: more than one-by-one can serve
+# Four rushes of 60 requests at about 500 per second (more than one-by-one can serve), each followed by 40 at
+# about 125 per second: the quiet stretches let any server catch up, so batches of every size appear.
+TRACE_OVERLOADED = phased_trace(12, [(60, 2.0), (40, 8.0)], 4)
 TRACE_BURST = np.repeat(np.arange(6) * 400.0, 50)  # six bursts of 50 simultaneous requests
 
 
@@ -122,6 +133,7 @@ class Batcher:
         self.worker_free = asyncio.Event()
         self.worker_free.set()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-worker")
+        self.worker.submit(warm_shapes).result()  # the worker thread's first calls are slow: pay them before any request
         self.running, self.batches, self.collector = set(), 0, None
 
     def full(self):
