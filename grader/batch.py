@@ -10,6 +10,7 @@ stopped. A submission that cannot be graded becomes a `rejected` row.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import ctypes
 import errno
 import gc
@@ -20,9 +21,11 @@ import multiprocessing
 import os
 import resource
 import secrets
+import shutil
 import signal
 import sqlite3
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +34,7 @@ from typing import Any, Iterator
 from grader import grading
 from grader import escape, files, layouts, lessons, record, render, sign
 from grader import roster as class_list
+from grader.errors import GraderError
 
 @dataclass(frozen=True)
 class Summary:
@@ -126,17 +130,20 @@ class _Progress:
         self.done += 1
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        what = (f"{data['score']:g}/{data['max_score']:g}" if data["status"] == "graded"
-                else f"rejected: {str(data.get('error') or '')[:100]}")
+        what = (f"{render.points(data['score'])}/{render.points(data['max_score'])}" if data["status"] == "graded"
+                else textwrap.shorten(f"rejected: {data.get('error') or ''}", 100, placeholder=" ..."))
+        name = (data.get("submitted_as") or {}).get("name") or ""
+        who = f"{name} ({student})" if name else student  # the roster's name where it gives one
         if self.tty:
             width = 30
             filled = int(width * self.done / max(1, self.total))
             self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                              f"ETA {eta:5.0f} s  {escape.terminal(student[:20]):<20} {escape.terminal(what[:40]):<40}")
+                              f"ETA {eta:5.0f} s  {escape.terminal(who[:24]):<24} "
+                              f"{escape.terminal(textwrap.shorten(what, 40, placeholder=' ...')):<40}")
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(escape.terminal(f"graded {self.done}/{self.total} {student} {what} (eta {eta:.0f} s)") + "\n")
+            self.stream.write(escape.terminal(f"graded {self.done}/{self.total} {who} {what} (eta {eta:.0f} s)") + "\n")
         self.stream.flush()
 
 
@@ -150,32 +157,33 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     out = Path(out)
     lesson = lessons.get(lesson_id)
     members = class_list.read(roster) if roster else None
-    found = layouts.read(folder, out / "unpacked")
-    files.make_dirs(out / "results")
-    files.make_dirs(out / "reports")
-    signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
-    book = record.Gradebook(out / "gradebook.sqlite")
-    todo, clashes, skipped = [], [], 0
-    entries = {entry.student: entry for entry in found.entries}
-    for entry in found.entries:
-        key = _entry_digest(entry)
-        if book.has(lesson.id, entry.student, key):
-            skipped += 1
-        elif len(entry.paths) == 1 and not entry.refused:
-            todo.append(entry)
-        else:
-            clashes.append(entry)
-    jobs = max(1, jobs or default_jobs(options.device))
-    if todo:
-        _refuse_without_isolation(options)
-    # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks.
-    hash_seed = options.hash_seed if options.hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
-    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None,
-                      hash_seed=hash_seed)
-    counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
-    named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
-    if todo and scheduler is None:
-        grading.prepare(lesson.id, options)
+    with _removed_if_refused(out):
+        found = layouts.read(folder, out / "unpacked")
+        files.make_dirs(out / "results")
+        files.make_dirs(out / "reports")
+        signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
+        book = record.Gradebook(out / "gradebook.sqlite")
+        todo, clashes, skipped = [], [], 0
+        entries = {entry.student: entry for entry in found.entries}
+        for entry in found.entries:
+            key = _entry_digest(entry)
+            if book.has(lesson.id, entry.student, key):
+                skipped += 1
+            elif len(entry.paths) == 1 and not entry.refused:
+                todo.append(entry)
+            else:
+                clashes.append(entry)
+        jobs = max(1, jobs or default_jobs(options.device))
+        if todo:
+            _refuse_without_isolation(options)
+        # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks.
+        hash_seed = options.hash_seed if options.hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
+        options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None,
+                          hash_seed=hash_seed)
+        counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
+        named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
+        if todo and scheduler is None:
+            grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
     profile: list[dict[str, Any]] = []
     cpu_before, submitted = _cpu_times(), time.monotonic()
@@ -200,7 +208,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
                 bar.step(entry.student, data)
     finally:
         latest = book.latest(lesson.id)
-        absent = _absent(members, {r["student"] for r in latest})
+        absent = _absent(members, {r["student"] for r in latest}, lesson.id)
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
         files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent))
         book.close()
@@ -245,12 +253,25 @@ def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster 
             "section": member.section if member else ""}
 
 
-def _absent(members: class_list.Roster | None, present: set[str]) -> list[dict[str, Any]]:
+def _absent(members: class_list.Roster | None, present: set[str], lesson_id: str) -> list[dict[str, Any]]:
     """Rows for the roster's students with no submission at all."""
     if members is None:
         return []
-    return [{"student": m.student, "name": m.name, "status": "missing"} for m in members.members
+    return [{"student": m.student, "name": m.name, "status": "missing", "lesson": lesson_id} for m in members.members
             if not (m.ids() & present)]
+
+
+@contextlib.contextmanager
+def _removed_if_refused(out: Path) -> Iterator[None]:
+    """A batch refused before its first grade (no sandbox, no device, a bad key) leaves no `out` folder behind
+    when it made that folder itself; a folder that was already there keeps everything it held."""
+    made = not out.exists()
+    try:
+        yield
+    except GraderError:
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _refuse_without_isolation(options: grading.Options) -> None:
@@ -332,10 +353,8 @@ def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options
         for path, data in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options):
             yield by_path[str(path)], data
         return
-    if jobs == 1:
-        for entry in todo:
-            yield entry, grading.grade_one(str(entry.paths[0]), lesson_id, options, entry.student)
-        return
+    # Even one job runs in a worker process: there nbclient's own SIGINT handler (it shuts the kernel down under
+    # the grade, which then fails as a grader error) never sees a terminal's Ctrl-C, and the parent stops the batch.
     others = set(multiprocessing.active_children())  # a caller's own processes, never ours to kill
     # What the workers inherit (imports, the compiled templates, the reference) is frozen out of the collector:
     # their full collections then never walk it (about 7 ms per grade) nor write to its pages.

@@ -196,7 +196,8 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
 @main.command("check")
 @click.argument("submission", type=_FILE)
 @click.option("--lesson", "lesson_id", help="Lesson id (default: read from the notebook).")
-@click.option("--sandbox", "sandbox", flag_value="auto", help="Use the sandbox when this machine has it.")
+@click.option("--sandbox", "sandbox", flag_value="bwrap",
+              help="Run your code in the bubblewrap sandbox, as grading does; refuse if this machine cannot.")
 @click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell (default 30).")
 def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
     """Self-check before submitting: public checks only, readable feedback."""
@@ -333,15 +334,16 @@ def build_solution_cmd(lesson_id: str) -> None:
 @click.option("--lesson", "lesson_id", help="The lesson (default: the one lesson in the gradebook).")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="canvas: the gradebook CSV exported from Canvas (names, ids, sections).")
-@click.option("--assignment-id", default="", help="canvas: the assignment's number in its Canvas URL.")
-@click.option("--assignment", default="", help="canvas: the assignment's name (default: the lesson's title).")
+@click.option("--assignment-id", default="",
+              help="canvas: the assignment's number in its Canvas URL (default: the roster's only assignment).")
+@click.option("--assignment", default="", help="canvas: the assignment's name, as the roster's column names it.")
 def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | None, roster: Path | None,
                assignment_id: str, assignment: str) -> None:
     """Hand a batch's grades and feedback to Canvas, PrairieLearn or Gradescope (OUTDIR: the batch's --out)."""
     from grader import platforms
 
     written = platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment, assignment_id)
-    _echo(str(written))
+    _echo(platforms.describe(fmt, written))
 
 
 @main.command("gradescope-run", hidden=True)

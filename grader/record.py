@@ -185,6 +185,6 @@ def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str 
                      data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], data.get("error") or "",
                      data.get("name") or "", "late" if data.get("late") else ""])
     for row in absent:
-        rows.append([row["student"], "", "missing", "", "", *[""] * len(exercise_ids), "no submission",
+        rows.append([row["student"], row.get("lesson", ""), "missing", "", "", *[""] * len(exercise_ids), "no submission",
                      row.get("name", ""), ""])
     files.write_text(path, escape.csv_text(rows))

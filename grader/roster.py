@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,8 @@ MAX_FIELD = 1024
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 PLAIN_HEADERS = ("student", "student_id", "id", "login", "username")
+ASSIGNMENT = re.compile(r".+ \((\d+)\)")
+"""A Canvas gradebook column of an assignment: its name, then its id in brackets."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class Roster:
     """In the file's order."""
     canvas: bool = False
     """Read from a Canvas gradebook export (so it can be exported back)."""
+    assignments: tuple[tuple[str, str], ...] = ()
+    """A Canvas export's assignment columns, as (column header, assignment id): `Lab 3 (77)` is ("Lab 3 (77)", "77")."""
 
     def find(self, student: str) -> Member | None:
         """The member a submission's student id belongs to."""
@@ -92,7 +97,9 @@ def read(path: str | Path) -> Roster:
             if "Points Possible" in cell("Student") or not cell("ID") or cell("Student") == "Student, Test":
                 continue  # Canvas's points row and its test student are not students
             members.append(Member(cell("ID"), cell("Student"), cell("SIS User ID"), cell("SIS Login ID"), cell("Section")))
-        return Roster(tuple(members), canvas=True)
+        assignments = tuple((column, match[1]) for column in header[len(CANVAS_COLUMNS):]
+                            if (match := ASSIGNMENT.fullmatch(column)))
+        return Roster(tuple(members), canvas=True, assignments=assignments)
     lowered = [cell.lower() for cell in header]
     column = next((lowered.index(h) for h in PLAIN_HEADERS if h in lowered), None)
     body = rows[1:] if column is not None else rows

@@ -138,7 +138,8 @@ def _cgroup_reason() -> str:
 
 
 def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxReport:
-    """Decide the isolation for this grade: `auto`, `bwrap` or `none`.
+    """Decide the isolation for this grade: `auto`, `bwrap` (insist: raise SandboxUnavailable when bubblewrap
+    cannot start a sandbox here) or `none`.
 
     As root, bubblewrap builds the namespaces and the kernel drops to
     `nobody`; as a normal user, bubblewrap builds them inside a user
@@ -187,6 +188,9 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
     elif root and want != "none":
         reason += ("; nobody cannot run this Python installation, and the kernel is never run as root unless "
                    "asked (--no-sandbox): make the installation readable by others")
+    if want == "bwrap":  # --sandbox insists: never a weaker mode in its place
+        raise SandboxUnavailable(f"--sandbox: the bubblewrap sandbox is unavailable: {reason}; "
+                                 "install bubblewrap, or leave out --sandbox to grade with what this host has")
     reasons.update({name: reason for name, held in layers.items() if not held})
     if mode == "nobody":
         reasons.update(NOBODY_GAPS)

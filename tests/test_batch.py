@@ -95,8 +95,10 @@ def test_a_mixed_class_is_recorded_completely(tmp_path):
     assert f"0 graded, 0 rejected, {n} already recorded" in again.output
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "Ctrl-C"])
-def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, signum):
+@pytest.mark.parametrize("signum, jobs", [(signal.SIGKILL, "2"), (signal.SIGINT, "2"), (signal.SIGINT, "1")],
+                         ids=["SIGKILL", "Ctrl-C", "Ctrl-C with one job"])
+def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, signum, jobs):
+    # With one job, Ctrl-C once reached only the grade in progress (filed as a grader failure) and the batch went on.
     folder = tmp_path / "in"
     folder.mkdir()
     solution = lessons.solution_notebook(lessons.get(LESSON))
@@ -105,7 +107,7 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, s
         write(solution, folder / f"s{i}.ipynb")
     out = tmp_path / "out"
     command = [sys.executable, "-m", "grader", "batch", str(folder), "--lesson", LESSON, "--out", str(out),
-               "--jobs", "2", *LIMIT_FLAGS]
+               "--jobs", jobs, *LIMIT_FLAGS]
     # As a terminal's foreground job: Ctrl-C goes to the process group, and SIGINT has its default action
     # (a test runner started in the background may have inherited it ignored).
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package built as a wheel and unpacked as a site folder of its own (dependencies from this environment)."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
-                   check=True, timeout=300, capture_output=True)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out),
+                            str(ROOT)], check=True, timeout=300, capture_output=True, text=True)
+    assert "would be ignored" not in built.stdout + built.stderr  # every shipped folder is declared: a quiet build
     (wheel,) = out.glob("*.whl")
     site = out / "site"
     with zipfile.ZipFile(wheel) as archive:

@@ -171,30 +171,33 @@ def test_a_roster_names_the_missing_and_the_late(batches):
     assert summary.named["missing"] == ["1005"] and summary.named["outside"] == []
     rows = {r["student"]: r for r in _csv(out / "grades.csv")}
     assert rows["1005"]["status"] == "missing" and rows["1005"]["name"] == "Gone, Eve"
+    assert rows["1005"]["lesson"] == LESSON  # a missing row still says which lesson it is missing from
     assert rows["1002"]["late"] == "late" and rows["1001"]["late"] == ""
     assert "9999" not in rows  # Canvas's test student is not in the class
     dashboard = (out / "index.html").read_text()
     assert "No submission" in dashboard and "1005" in dashboard
+    assert "Lovelace, Ada (1001)" in dashboard  # the roster's names, not only Canvas's user ids
 
 
 @pytest.mark.kernel
 def test_canvas_export_is_an_importable_gradebook_with_comment_files(batches, tmp_path):
     done, roster = batches
-    with pytest.raises(GraderError, match="--assignment-id"):
-        platforms.export("canvas", done["canvas"][1], tmp_path / "x", roster=roster)
+    with pytest.raises(GraderError, match="--assignment-id 'x7' is not a number"):
+        platforms.export("canvas", done["canvas"][1], tmp_path / "x", roster=roster, assignment_id="x7")
     with pytest.raises(GraderError, match="Canvas gradebook export"):
         plain = tmp_path / "plain.csv"
         plain.write_text("student\nada\n")
         platforms.export("canvas", done["canvas"][1], tmp_path / "x", roster=plain, assignment_id="77")
-    target = platforms.export("canvas", done["canvas"][1], tmp_path / "canvas", roster=roster, assignment_id="77")
+    target = platforms.export("canvas", done["canvas"][1], tmp_path / "canvas", roster=roster)  # its only assignment
     with (target / "gradebook.csv").open(newline="") as handle:
         rows = list(csv.reader(handle))
-    assert rows[0][:5] == CANVAS_COLUMNS and rows[0][5].endswith("(77)")
+    assert rows[0][:5] == CANVAS_COLUMNS and rows[0][5] == "Inference scaling (77)"
     assert rows[1][0].strip() == "Points Possible" and rows[1][5] == "3"
     scores = {row[1]: row[5] for row in rows[2:]}
     flat = _verdicts(done["flat"][1])
     assert scores == {CLASS[s][2]: f"{flat[s][1]:g}" for s in CLASS} | {"1005": ""}
-    comments = sorted(p.name for p in (target / "comments").iterdir())
+    with zipfile.ZipFile(target / "comments.zip") as bundle:
+        comments = sorted(bundle.namelist())
     assert "bitdiddleben_LATE_1002_8002_feedback.txt" in comments and len(comments) == 4
 
 
