@@ -179,7 +179,7 @@ def describe(fmt: str, target: Path) -> str:
         scored = sum(1 for row in rows[2:] if row[-1].strip())
         with zipfile.ZipFile(target / "comments.zip") as bundle:
             comments = len(bundle.namelist())
-        return (f"{target / 'gradebook.csv'}: column {rows[0][-1]!r}, {scored} scores for {len(rows) - 2} students "
+        return (f"{target / 'gradebook.csv'}: column {rows[0][-1]!r}, {scored} of {len(rows) - 2} students scored "
                 f"(Canvas: Grades > Import)\n{target / 'comments.zip'}: {comments} feedback files named as Canvas's "
                 "bulk download names them (Canvas: the assignment's bulk upload of submission comments)")
     if fmt == "prairielearn":

@@ -175,6 +175,9 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
         if not failed:
             return report
         reason = f"bubblewrap is installed but could not start a sandbox here ({failed})"
+    if want == "bwrap":  # --sandbox insists: never a weaker mode in its place
+        raise SandboxUnavailable(f"--sandbox: the bubblewrap sandbox is unavailable: {reason}; "
+                                 "install bubblewrap, or leave out --sandbox to grade with what this host has")
     layers = {name: name == "ipc_transport" and os.name == "posix" for name in LAYERS}
     layers["session"] = True  # jupyter_client starts every kernel in a new session
     mode = "process"
@@ -188,9 +191,6 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
     elif root and want != "none":
         reason += ("; nobody cannot run this Python installation, and the kernel is never run as root unless "
                    "asked (--no-sandbox): make the installation readable by others")
-    if want == "bwrap":  # --sandbox insists: never a weaker mode in its place
-        raise SandboxUnavailable(f"--sandbox: the bubblewrap sandbox is unavailable: {reason}; "
-                                 "install bubblewrap, or leave out --sandbox to grade with what this host has")
     reasons.update({name: reason for name, held in layers.items() if not held})
     if mode == "nobody":
         reasons.update(NOBODY_GAPS)

@@ -172,7 +172,7 @@ def test_canvas_export_uses_the_rosters_column_and_says_why_a_student_was_not_gr
     assert "not graded: two files for one student" in ben and "0 / 0" not in ben and "seed None" not in ben
     assert "3.96 / 4" in comments["lovelaceada_1001_7001_feedback.txt"]
     said = platforms.describe("canvas", target)
-    assert "'Lab 3: batching (77)', 1 scores for 2 students" in said and "2 feedback files" in said
+    assert "'Lab 3: batching (77)', 1 of 2 students scored" in said and "2 feedback files" in said
 
 
 def test_canvas_export_asks_which_assignment_only_when_the_roster_holds_several(tmp_path):
