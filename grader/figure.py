@@ -2,7 +2,7 @@
 
 Panels, each optional, described by the lesson's `[figure]` table:
 `timings` names a measured list of timing reports (p50/p95 per batch, with the
-sample count written beside each point); `series` names simulated response
+sample count written beside each point), whose keys `[figure.timing_fields]` names; `series` names simulated response
 vectors, divided by the measured value named by `scale`; each `[[figure.answers]]`
 plots fields of one exercise's public answers (dicts) against their first
 argument (`exercise`, `name`, `y`, and optional `xlog`, labels and `title`);
@@ -23,18 +23,21 @@ import numpy as np
 from grader.judge import plain
 
 
-def _reports(value: Any) -> list[dict[str, Any]]:
+def _reports(value: Any, fields: dict[str, str]) -> list[dict[str, Any]]:
+    """Rows of a measured timing list; `fields` (the lesson's `[figure.timing_fields]`) names the batch size,
+    p50, p95 and samples keys of each row."""
     data = plain(value)
     if not isinstance(data, list):
         return []
+    batch, p50, p95, samples_key = (fields.get(k, "") for k in ("batch", "p50", "p95", "samples"))
     rows = []
     for item in data:
-        if isinstance(item, dict) and all(k in item for k in ("batch", "p50_ms", "p95_ms")):
+        if isinstance(item, dict) and all(k in item for k in (batch, p50, p95)):
             try:
-                samples = np.asarray(item.get("samples_ms", []), dtype=float).ravel()
-                rows.append({"batch": float(np.asarray(item["batch"], dtype=float)),
-                             "p50": float(np.asarray(item["p50_ms"], dtype=float)),
-                             "p95": float(np.asarray(item["p95_ms"], dtype=float)), "n": int(samples.size)})
+                samples = np.asarray(item.get(samples_key, []), dtype=float).ravel()
+                rows.append({"batch": float(np.asarray(item[batch], dtype=float)),
+                             "p50": float(np.asarray(item[p50], dtype=float)),
+                             "p95": float(np.asarray(item[p95], dtype=float)), "n": int(samples.size)})
             except (TypeError, ValueError, OverflowError):
                 continue
     return [r for r in rows if all(math.isfinite(r[k]) for k in ("batch", "p50", "p95"))]
@@ -324,7 +327,7 @@ def layout(result: dict[str, Any], spec: dict[str, Any]) -> Figure | None:
         return None
     measured = (result.get("measured") or {}).get("values", {})
     simulated = (result.get("simulated") or {}).get("values", {})
-    reports = _reports(measured.get(spec.get("timings", ""))) if spec.get("timings") else []
+    reports = _reports(measured.get(spec.get("timings", "")), spec.get("timing_fields", {})) if spec.get("timings") else []
     scale_value = measured.get(spec.get("scale", ""))
     try:
         scale = float(np.asarray(plain(scale_value), dtype=float)) if scale_value is not None else 1.0

@@ -30,6 +30,7 @@ import nbformat
 import numpy as np
 
 from grader import files, load
+from grader import lesson_schema
 from grader.errors import LessonError
 
 KINDS = ("simulated", "measured")
@@ -217,8 +218,14 @@ def get(lesson_id: str) -> Lesson:
         close = difflib.get_close_matches(lesson_id.replace("_", "-").lower(), known, n=1)
         raise LessonError(f"unknown lesson '{lesson_id}'" + (f"; did you mean '{close[0]}'?" if close else "")
                           + f" (known: {', '.join(known) or 'none'})")
-    with spec_path.open("rb") as handle:
-        spec = tomllib.load(handle)
+    try:
+        with spec_path.open("rb") as handle:
+            spec = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise LessonError(f"{spec_path}: not valid TOML: {exc}") from None
+    problem = lesson_schema.problem(spec)
+    if problem is not None:
+        raise LessonError(f"{spec_path}: {problem}")
     exercises = tuple(_exercise(lesson_id, item) for item in spec.get("exercises", []))
     if not exercises:
         raise LessonError(f"{spec_path}: no [[exercises]]")

@@ -9,7 +9,8 @@ import pytest
 from grader import figure, render
 
 SPEC = {"title": "T", "timings": "measurements", "series": ["stable"], "series_labels": ["stable <b>run</b>"],
-        "scale": "service_ms", "series_title": "S"}
+        "scale": "service_ms", "series_title": "S",
+        "timing_fields": {"batch": "size", "p50": "median", "p95": "tail", "samples": "raw"}}  # names the lesson chose
 
 
 def result(measurements, stable, service_ms=2.0):
@@ -18,7 +19,7 @@ def result(measurements, stable, service_ms=2.0):
 
 
 def timings(*rows):
-    return [{"batch": b, "p50_ms": p50, "p95_ms": p95, "samples_ms": [0.0] * n} for b, p50, p95, n in rows]
+    return [{"size": b, "median": p50, "tail": p95, "raw": [0.0] * n} for b, p50, p95, n in rows]
 
 
 @pytest.mark.parametrize("lo, hi, ticks", [
@@ -81,3 +82,10 @@ def test_the_svg_escapes_every_label():
     assert "stable &lt;b&gt;run&lt;/b&gt;" in svg and "<b>" not in svg
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     assert len(re.findall(r"<polyline ", svg)) == 1
+
+
+def test_the_timings_panel_reads_the_field_names_the_lesson_declares():
+    other_names = [{"batch": 1, "p50_ms": 1.0, "p95_ms": 2.0, "samples_ms": [0.0]}, {"batch": 2, "p50_ms": 1.0, "p95_ms": 2.0}]
+    assert figure.layout(result(other_names, []), SPEC) is None  # rows under names the lesson did not declare: no panel
+    drawn = figure.layout(result(timings((1, 1.0, 2.0, 5), (2, 1.5, 2.5, 5)), []), SPEC)
+    assert drawn is not None and len(drawn.panels) == 1
