@@ -19,7 +19,7 @@ from grader import wire
 from grader.errors import GraderError, LessonError
 from grader.lessons import Case, Exercise
 from grader.probe import Probe
-from grader.run import CellRun, cell_name, readable
+from grader.cells import CellRun, cell_name, readable
 
 STATUSES = ("passed", "failed", "error", "missing", "timeout")
 

@@ -2,7 +2,7 @@
 
 One probe cell runs in the student's kernel, with one section per exercise:
 each section has its own time limit, and is left out of a second attempt if it
-kills or hangs the kernel (run.Sectioned). Its inputs travel as one JSON string
+kills or hangs the kernel (sections.Sectioned). Its inputs travel as one JSON string
 literal decoded there, never as code; it only calls the names and prints, per
 exercise, one line: a per-grade nonce, the exercise and the plain-data answers.
 The grader parses that line, capped in size; nothing in the kernel judges anything.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import run, shapes
+from grader import run, sections, shapes
 from grader.lessons import Case
 
 WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
@@ -168,7 +168,7 @@ def new_nonce() -> str:
     return "@@grader-probe-" + secrets.token_hex(8) + "@@"
 
 
-_PROGRAM_LITERAL = json.dumps(_PROGRAM.replace("__MARKS__", repr((run.SECTION_BEGIN, run.SECTION_ANSWER))))
+_PROGRAM_LITERAL = json.dumps(_PROGRAM.replace("__MARKS__", repr((sections.SECTION_BEGIN, sections.SECTION_ANSWER))))
 _WIRE_LITERAL = json.dumps(WIRE_SOURCE)
 
 
@@ -180,7 +180,7 @@ def cell_source(plans: list[ExercisePlan] | tuple[ExercisePlan, ...], nonce: str
     token, so the cell costs the kernel little more than a bare call would.
     The program is compiled into a fresh namespace of its own: no name is left
     in the student's. Each exercise may take `seconds`; each one's start and end are
-    also noted in the file `journal` (run.JOURNAL), if one is given.
+    also noted in the file `journal` (sections.JOURNAL), if one is given.
     """
     request = {"nonce": nonce, "sections": [{"key": plan.exercise_id, "needs": list(plan.needs),
                                              "cases": [case.request() for case in plan.cases]} for plan in plans]}
@@ -190,10 +190,10 @@ def cell_source(plans: list[ExercisePlan] | tuple[ExercisePlan, ...], nonce: str
             f"{json.dumps(journal)})\n")
 
 
-def sectioned(plans: list[ExercisePlan], nonce: str, seconds: float) -> run.Sectioned:
+def sectioned(plans: list[ExercisePlan], nonce: str, seconds: float) -> sections.Sectioned:
     """Every exercise's probe as one tail cell; an exercise that kills or hangs the kernel is left out on retry."""
     by_key = {plan.exercise_id: plan for plan in plans}
-    return run.Sectioned(tuple(by_key),
+    return sections.Sectioned(tuple(by_key),
                          lambda keys, journal: cell_source([by_key[k] for k in keys], nonce, seconds, journal),
                          nonce, seconds)
 
@@ -204,7 +204,7 @@ def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: 
     if status in ("timeout", "died", "skipped"):
         return Probe(plan.exercise_id, status, detail=outcome.get("detail", ""))
     text = outcome.get("stdout", "")
-    prefix = f"{nonce}{run.SECTION_ANSWER}{plan.exercise_id}:"
+    prefix = f"{nonce}{sections.SECTION_ANSWER}{plan.exercise_id}:"
     line = next((ln for ln in reversed(text.splitlines()) if ln.startswith(prefix)), None)
     if line is None:
         why = outcome.get("error") or "the probe printed no answer (was sys.stdout replaced?)"

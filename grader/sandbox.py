@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec
 
+from grader import upstream
 from grader.errors import SandboxUnavailable
 from grader.limits import Limits
 
@@ -330,25 +330,19 @@ def sweep_stale(root: Path | None = None) -> None:
             shutil.rmtree(home, ignore_errors=True)
 
 
-class _SandboxKernelManager(AsyncKernelManager):
+class SandboxKernelManager(upstream.QuickKernelManager):
     """A single-use kernel: ipc transport, private dirs, optional bwrap wrapper."""
 
-    provisioner_factory: Callable[[Any], Any] | None = None
-    """Set to launch the kernel another way (the zygote); None runs the kernel command."""
+    on_interrupt: Callable[[], None] | None = None
+    """Called before each interrupt nbclient sends on a cell's timeout (run.py: a second one means stuck)."""
 
-    async def _async_wait(self, pollinterval: float = 0.1) -> None:
-        # jupyter_client polls every 0.1 s for a killed kernel to vanish; a single-use
-        # kernel is usually gone within milliseconds, and every grade pays this wait
-        await super()._async_wait(pollinterval=0.005)
-
-    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
-        if self.provisioner is None and self.provisioner_factory is not None:
-            self.kernel_id = self.kernel_id or str(uuid.uuid4())
-            self.provisioner = self.provisioner_factory(self)
-        return await super()._async_pre_start_kernel(**kw)
+    async def interrupt_kernel(self) -> None:  # type: ignore[override]
+        if self.on_interrupt is not None:
+            self.on_interrupt()
+        await super().interrupt_kernel()
 
     def __init__(self, *, report: SandboxReport, limits: Limits, start: KernelStart = None, **kwargs: Any) -> None:
-        super().__init__(kernel_name="python3", **kwargs)
+        super().__init__(kernel_name="python3", client_class=upstream.CLIENT_CLASS, **kwargs)
         self.report = report
         self.grade_limits = limits
         self.start = start or KernelStart()
@@ -366,14 +360,14 @@ class _SandboxKernelManager(AsyncKernelManager):
         self.transport = "ipc"
         self.ip = str(self.rundir / "k")
         self.connection_file = str(self.rundir / "kernel.json")
-        self._kernel_spec = KernelSpec(
+        self.grader_kernel_spec = KernelSpec(
             argv=[python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             display_name="Python 3 (grader)", language="python", interrupt_mode="message",
         )
 
     @property
     def kernel_spec(self) -> KernelSpec:  # the notebook never picks the kernel
-        return self._kernel_spec
+        return self.grader_kernel_spec
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)
@@ -643,6 +637,6 @@ def _cache_bind(start: KernelStart) -> dict[str, str]:
 
 
 def kernel_manager(report: SandboxReport, limits: Limits, start: KernelStart | None = None,
-                   **kwargs: Any) -> _SandboxKernelManager:
+                   **kwargs: Any) -> SandboxKernelManager:
     """A new single-use kernel manager for one run of one submission."""
-    return _SandboxKernelManager(report=report, limits=limits, start=start, **kwargs)
+    return SandboxKernelManager(report=report, limits=limits, start=start, **kwargs)

@@ -206,7 +206,7 @@ def test_timeouts_must_be_positive(tmp_path, flag):
 
 
 def test_a_timeout_below_one_second_is_rounded_up_not_to_no_limit():
-    from grader import run as running
+    from grader import cells as running
 
     assert running.whole_seconds(0.5) == 1 and running.whole_seconds(2.1) == 3 and running.whole_seconds(4) == 4
 

@@ -8,7 +8,7 @@ import pytest
 from grader import judge, lessons
 from grader.lessons import Exercise
 from grader.probe import Probe
-from grader.run import CellRun
+from grader.cells import CellRun
 
 
 def case(**kw):
@@ -158,7 +158,7 @@ def test_the_same_problem_on_many_cases_is_said_once_with_a_count():
 
 
 def test_ipykernels_file_names_read_as_the_cell():
-    from grader.run import readable
+    from grader.cells import readable
 
     assert readable("invalid syntax (2912668609.py, line 1)") == "invalid syntax (this cell, line 1)"
     assert readable('File /tmp/ipykernel_7/3346742915.py:4') == "File this cell:4"

@@ -6,21 +6,28 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-ORDER = ["errors", "escape", "limits", "files", "shapes", "wire", "load", "layouts", "roster", "lessons", "sandbox", "options", "compile_cache", "zygote", "warm_start", "kernel_messages", "run", "probe", "device_check", "judge", "record", "sign", "figure", "render",
+ORDER = ["errors", "escape", "limits", "files", "shapes", "wire", "load", "layouts", "roster", "lesson_schema", "lessons", "kernel_messages", "upstream", "sandbox", "options", "compile_cache", "zygote", "warm_start", "cells", "sections", "attempt", "run", "probe", "device_check", "judge", "record", "sign", "figure", "render",
          "grading", "portfolio", "verify", "cluster", "batch", "platforms", "cli"]
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(source: str) -> set[str]:
+    """The grader modules a module's source imports, absolute (`grader.x`) or relative (`from . import x`)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "grader":
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            module = ("grader" + ("." + node.module if node.module else "")) if node.level else (node.module or "")
+            if module == "grader":
                 found |= {alias.name for alias in node.names}
-            elif node.module.startswith("grader."):
-                found.add(node.module.split(".")[1])
+            elif module.startswith("grader."):
+                found.add(module.split(".")[1])
         elif isinstance(node, ast.Import):
             found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
     return found
+
+
+def upward_imports(name: str, source: str) -> list[str]:
+    """The later steps module `name` imports (none, in a package that reads in data-flow order)."""
+    return [imported for imported in sorted(_imports(source)) if ORDER.index(imported) >= ORDER.index(name)]
 
 
 def test_no_module_imports_a_later_step():
@@ -29,8 +36,16 @@ def test_no_module_imports_a_later_step():
         if name.startswith("__") or name == "kernel_zygote":  # kernel_zygote runs on its own, importing nothing of ours
             continue
         assert name in ORDER, f"add {name} to ORDER"
-        for imported in _imports(path):
-            assert ORDER.index(imported) < ORDER.index(name), f"{name} imports later step {imported}"
+        assert upward_imports(name, path.read_text()) == [], f"{name} imports a later step"
+
+
+def test_a_planted_upward_import_is_caught_absolute_or_relative():
+    record = (PACKAGE / "record.py").read_text()
+    assert upward_imports("record", record) == []
+    for planted in ("from . import cli\n", "from .cli import main\n", "from grader import cli\n", "import grader.cli\n",
+                    "from .batch import run\n"):
+        assert upward_imports("record", record + planted), planted
+    assert upward_imports("record", record + "from . import errors\n") == []  # earlier steps are fine
 
 
 def test_no_lesson_specific_names_in_the_package():

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from grader import lessons, probe, run, wire
+from grader import lessons, probe, run, sections as protocol, wire
 
 
 def _plan():
@@ -145,12 +145,12 @@ def test_each_exercise_has_its_own_time_limit_and_the_next_one_still_runs():
     assert probe.collect(first, {"status": "ok", "stdout": text}, "@@n@@", 10**6).status == "timeout"
     quick = probe.collect(second, {"status": "ok", "stdout": text}, "@@n@@", 10**6)
     assert quick.status == "ok" and quick.results == ({"value": 42},)
-    sections = run.Sectioned(("slow", "quick"), lambda keys, journal: "", "@@n@@", 0.3)
+    sections = protocol.Sectioned(("slow", "quick"), lambda keys, journal: "", "@@n@@", 0.3)
     assert sections.progress(text) == (["slow", "quick"], {"slow", "quick"})
 
 
 def test_progress_names_the_section_that_was_running_when_the_kernel_stopped():
-    sections = run.Sectioned(("a", "b", "c"), lambda keys, journal: "", "@@n@@", 1)
+    sections = protocol.Sectioned(("a", "b", "c"), lambda keys, journal: "", "@@n@@", 1)
     text = "x\n@@n@@begin:a\n@@n@@answer:a:{}\nstudent noise\n@@n@@begin:b\nmore noise"
     assert sections.progress(text) == (["a", "b"], {"a"})
 
@@ -158,7 +158,7 @@ def test_progress_names_the_section_that_was_running_when_the_kernel_stopped():
 def test_the_journal_names_the_section_a_dying_kernel_was_in_when_its_stdout_was_lost(tmp_path):
     # os._exit in the second section; the first one's answer and the second's start never reach stdout, as when a
     # dying kernel's IOPub thread had not sent them yet. The journal, written with write(2), still has them.
-    journal = tmp_path / run.JOURNAL
+    journal = tmp_path / protocol.JOURNAL
     plans = [probe.ExercisePlan(key, (name,), (lessons.case_from_spec({"call": name, "args": [1]}),))
              for key, name in (("a", "f"), ("b", "g"), ("c", "h"))]
     source = probe.cell_source(plans, "@@n@@", 5, str(journal)).replace("globals()", "user")
@@ -168,18 +168,18 @@ def test_the_journal_names_the_section_a_dying_kernel_was_in_when_its_stdout_was
                f"exec({source!r}, {{'user': user}})\n")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=60)
     assert done.returncode == 3, done.stderr
-    sections = run.Sectioned(("a", "b", "c"), lambda keys, journal: "", "@@n@@", 5)
-    noted = run.read_journal(str(journal))
+    sections = protocol.Sectioned(("a", "b", "c"), lambda keys, journal: "", "@@n@@", 5)
+    noted = protocol.read_journal(str(journal))
     assert sections.progress(noted) == (["a", "b"], {"a"})
-    assert run.stopped_section(sections, ("a", "b", "c"), "", noted) == "b"
+    assert protocol.stopped_section(sections, ("a", "b", "c"), "", noted) == "b"
 
 
 def test_a_section_that_finished_is_not_blamed_when_only_its_answer_was_lost():
-    sections = run.Sectioned(("a", "b", "c"), lambda keys, journal: "", "@@n@@", 1)
+    sections = protocol.Sectioned(("a", "b", "c"), lambda keys, journal: "", "@@n@@", 1)
     noted = "@@n@@begin:a\n@@n@@answer:a\n@@n@@begin:b\n@@n@@answer:b\n@@n@@begin:c\n"
-    assert run.stopped_section(sections, ("a", "b", "c"), "@@n@@begin:a\n@@n@@answer:a:{}\n", noted) == "c"
+    assert protocol.stopped_section(sections, ("a", "b", "c"), "@@n@@begin:a\n@@n@@answer:a:{}\n", noted) == "c"
     # without a journal (no run dir), stdout decides as before
-    assert run.stopped_section(sections, ("a", "b", "c"), "@@n@@begin:a\n@@n@@answer:a:{}\n@@n@@begin:b\n", "") == "b"
+    assert protocol.stopped_section(sections, ("a", "b", "c"), "@@n@@begin:a\n@@n@@answer:a:{}\n@@n@@begin:b\n", "") == "b"
 
 
 def test_a_journal_replaced_by_a_fifo_or_a_link_is_not_read(tmp_path):
@@ -188,12 +188,12 @@ def test_a_journal_replaced_by_a_fifo_or_a_link_is_not_read(tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("@@n@@begin:a\n")
     link.symlink_to(secret)
-    assert run.read_journal(str(fifo)) == ""  # returns at once: a FIFO would block a plain open
-    assert run.read_journal(str(link)) == ""
-    assert run.read_journal(str(tmp_path / "absent")) == ""
-    big.write_bytes(b"x" * (3 * run.JOURNAL_BYTES) + b"\n@@n@@begin:z\n")
-    tail = run.read_journal(str(big))
-    assert len(tail) == run.JOURNAL_BYTES and tail.endswith("@@n@@begin:z\n")
+    assert protocol.read_journal(str(fifo)) == ""  # returns at once: a FIFO would block a plain open
+    assert protocol.read_journal(str(link)) == ""
+    assert protocol.read_journal(str(tmp_path / "absent")) == ""
+    big.write_bytes(b"x" * (3 * protocol.JOURNAL_BYTES) + b"\n@@n@@begin:z\n")
+    tail = protocol.read_journal(str(big))
+    assert len(tail) == protocol.JOURNAL_BYTES and tail.endswith("@@n@@begin:z\n")
 
 
 def test_a_missing_value_still_reports_the_students_own_values_it_is_computed_from():

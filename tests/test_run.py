@@ -8,7 +8,7 @@ from queue import Empty
 
 import pytest
 
-from grader import run
+from grader import upstream
 
 
 class _Channel:
@@ -19,7 +19,7 @@ class _Channel:
         return self.answer()
 
 
-class _Client(run._BoundedKernelClient):
+class _Client(upstream.BoundedKernelClient):
     """Answers kernel_info one request late (the first request meets a kernel still starting)."""
 
     shell_channel = iopub_channel = None
