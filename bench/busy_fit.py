@@ -24,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader import lessons  # noqa: E402
+from grader import handout
 
 BUSY = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
 
@@ -53,7 +54,7 @@ def describe(rows: list[dict]) -> str:
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     lesson = lessons.get("dynamic-batching")
-    solution = lessons.solution_notebook(lesson)
+    solution = handout.solution_notebook(lesson)
     grader = str(Path(sys.executable).with_name("grader"))
     with tempfile.TemporaryDirectory() as tmp:
         cls = Path(tmp) / "class"

@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import patched_solution  # noqa: E402
 
 from grader import lessons  # noqa: E402
+from grader import handout
 
 
 def mixed_set(folder: Path, per_lesson: int) -> dict[str, list[Path]]:
@@ -34,9 +35,9 @@ def mixed_set(folder: Path, per_lesson: int) -> dict[str, list[Path]]:
         for i in range(per_lesson):
             kind = i % (len(bugs) + 2)
             if kind == 0:
-                nb = lessons.solution_notebook(lesson)
+                nb = handout.solution_notebook(lesson)
             elif kind == 1:
-                nb = lessons.scaffold(lesson)
+                nb = handout.scaffold(lesson)
             else:
                 nb = patched_solution(lesson_id, bugs[kind - 2])
             path = target / f"s{i:03d}.ipynb"

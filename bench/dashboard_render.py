@@ -14,14 +14,14 @@ from pathlib import Path
 import nbformat
 from common import median
 
-from grader import grading, lessons, render
+from grader import grading, handout, lessons, render
 
 
 def main(rounds: int) -> None:
     lesson = lessons.get("inference-capacity")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "solution.ipynb"
-        nbformat.write(lessons.solution_notebook(lesson), str(path))
+        nbformat.write(handout.solution_notebook(lesson), str(path))
         grade_times, results = [], []
         for i in range(rounds):
             began = time.perf_counter()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from common import median, plain_run, timed
 
-from grader import grading, lessons
+from grader import grading, handout, lessons
 
 import nbformat
 
@@ -22,7 +22,7 @@ def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for lesson_id in ("inference-scaling", "inference-capacity"):
             path = Path(tmp) / f"{lesson_id}.ipynb"
-            nbformat.write(lessons.solution_notebook(lessons.get(lesson_id)), str(path))
+            nbformat.write(handout.solution_notebook(lessons.get(lesson_id)), str(path))
             plain, graded = [], []
             plain_run(path)  # warm the page cache once
             for i in range(rounds):

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 from common import median, timed
 
-from grader import grading, lessons, sandbox
+from grader import grading, handout, lessons, sandbox
 from grader.limits import Limits
 
 
@@ -30,7 +30,7 @@ def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for lesson_id in ("inference-capacity", "inference-scaling"):
             path = Path(tmp) / f"{lesson_id}.ipynb"
-            nbformat.write(lessons.solution_notebook(lessons.get(lesson_id)), str(path))
+            nbformat.write(handout.solution_notebook(lessons.get(lesson_id)), str(path))
             runs: dict[str, list[float]] = {"bwrap": [], "none": []}
             for i in range(rounds):
                 modes = ["bwrap", "none"] if i % 2 == 0 else ["none", "bwrap"]

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import grading
-from grader import escape, files, layouts, lessons, record, render, sign
+from grader import escape, files, grading, host, layouts, lessons, record, render, sign
 from grader import roster as class_list
 from grader.errors import GraderError
 
@@ -91,16 +90,12 @@ def default_jobs(device: str = "cpu") -> int:
     do not oversubscribe the cores with threads.
     """
     cores = os.cpu_count() or 1
-    try:
-        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
-        available = int(fields["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        available = (cores + 1) * KERNEL_MEMORY_BYTES
+    available = host.memory_bytes("MemAvailable") or (cores + 1) * KERNEL_MEMORY_BYTES
     jobs = max(1, min(2 * cores, available // KERNEL_MEMORY_BYTES))
     if device != "cpu":
-        from grader import sandbox
+        from grader import devices
 
-        jobs = min(jobs, ACCELERATOR_JOBS * max(1, sandbox.accelerator_count(device)))
+        jobs = min(jobs, ACCELERATOR_JOBS * max(1, devices.accelerator_count(device)))
     return jobs
 
 
@@ -163,16 +158,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         files.make_dirs(out / "reports")
         signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
         book = record.Gradebook(out / "gradebook.sqlite")
-        todo, clashes, skipped = [], [], 0
+        todo, clashes, skipped = _sorted(found.entries, book, lesson.id)
         entries = {entry.student: entry for entry in found.entries}
-        for entry in found.entries:
-            key = _entry_digest(entry)
-            if book.has(lesson.id, entry.student, key):
-                skipped += 1
-            elif len(entry.paths) == 1 and not entry.refused:
-                todo.append(entry)
-            else:
-                clashes.append(entry)
         jobs = max(1, jobs or default_jobs(options.device))
         if todo:
             _refuse_without_isolation(options)
@@ -186,7 +173,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             grading.prepare(lesson.id, options)
     bar = _Progress(len(todo) + len(clashes)) if progress else None
     profile: list[dict[str, Any]] = []
-    cpu_before, submitted = _cpu_times(), time.monotonic()
+    cpu_before, submitted = host.cpu_times(), time.monotonic()
     try:
         for entry, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
             data["submitted_as"] = _submitted_as(found.layout, entry, members)
@@ -197,24 +184,14 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
                             "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
                                                             if k in worker},
                             **((data.get("run") or {}).get("timings") or {})})
-            counts["graded" if data["status"] == "graded" else "rejected"] += 1
-            statuses = {e["status"] for e in data.get("exercises", [])}
-            failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
-            for key, hit in (("errors", "error" in statuses), ("timeouts", "timeout" in statuses),
-                             ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
-                if hit:
-                    named[key].append(entry.student)
+            _tally(counts, named, entry.student, data)
             if bar:
                 bar.step(entry.student, data)
     finally:
-        latest = book.latest(lesson.id)
-        absent = _absent(members, {r["student"] for r in latest}, lesson.id)
-        record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
-        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent))
-        book.close()
+        absent = _class_files(out, book, lesson, members)
         if profile:
             files.write_text(out / "profile.json", json.dumps(
-                {"jobs": jobs, "seconds": round(time.monotonic() - submitted, 3), "cpu": _cpu_use(cpu_before, _cpu_times()),
+                {"jobs": jobs, "seconds": round(time.monotonic() - submitted, 3), "cpu": host.cpu_use(cpu_before, host.cpu_times()),
                  "submissions": profile}, indent=1))
     if members:
         named["missing"] = [row["student"] for row in absent]
@@ -225,24 +202,41 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
                    peak_mb=peak, named=named, layout=found.layout, ignored=found.ignored + found.unread)
 
 
-def _cpu_times() -> list[list[int]]:
-    """Per core: (busy, total) jiffies from /proc/stat (empty where there is none)."""
+def _sorted(found: list[layouts.Entry], book: record.Gradebook,
+            lesson_id: str) -> tuple[list[layouts.Entry], list[layouts.Entry], int]:
+    """(to grade, to reject: several files or a refused entry, how many are recorded already unchanged)."""
+    todo, clashes, skipped = [], [], 0
+    for entry in found:
+        if book.has(lesson_id, entry.student, _entry_digest(entry)):
+            skipped += 1
+        elif len(entry.paths) == 1 and not entry.refused:
+            todo.append(entry)
+        else:
+            clashes.append(entry)
+    return todo, clashes, skipped
+
+
+def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, data: dict[str, Any]) -> None:
+    counts["graded" if data["status"] == "graded" else "rejected"] += 1
+    statuses = {e["status"] for e in data.get("exercises", [])}
+    failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
+    for key, hit in (("errors", "error" in statuses), ("timeouts", "timeout" in statuses),
+                     ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
+        if hit:
+            named[key].append(student)
+
+
+def _class_files(out: Path, book: record.Gradebook, lesson: lessons.Lesson,
+                 members: class_list.Roster | None) -> list[dict[str, Any]]:
+    """grades.csv and the dashboard from the gradebook's latest rows; returns the roster's absent students."""
     try:
-        lines = Path("/proc/stat").read_text().splitlines()
-    except OSError:
-        return []
-    cores = []
-    for line in lines:
-        if line.startswith("cpu") and line[3:4].isdigit():
-            values = [int(v) for v in line.split()[1:]]
-            idle = values[3] + (values[4] if len(values) > 4 else 0)
-            cores.append([sum(values) - idle, sum(values)])
-    return cores
-
-
-def _cpu_use(before: list[list[int]], after: list[list[int]]) -> list[float]:
-    """Share of each core that was busy between two readings (every process on the host, not only ours)."""
-    return [round((a[0] - b[0]) / max(1, a[1] - b[1]), 3) for b, a in zip(before, after)]
+        latest = book.latest(lesson.id)
+        absent = _absent(members, {r["student"] for r in latest}, lesson.id)
+        record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
+        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent))
+    finally:
+        book.close()
+    return absent
 
 
 def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from grader import escape, layouts
 from grader.errors import GraderError, SubmissionRejected
 from grader.limits import Limits
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options
-from grader.sandbox import DEVICES
+from grader.devices import DEVICES
 
 EXIT_OK = 0
 EXIT_UNSOUND = 1
@@ -178,7 +178,7 @@ def main() -> None:
 def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, html_path: Path | None,
               md_path: Path | None, notebook_path: Path | None, **flags: Any) -> None:
     """Grade one .ipynb or .py submission."""
-    from grader import grading, render
+    from grader import grading, render_text
 
     options = _options(**flags)
     try:
@@ -190,7 +190,7 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
     _warn_sandbox(data)
     _emit(data, json_path, html_path, md_path, notebook_path, result.notebook)
     if json_path != "-":
-        _echo(render.result_text(data))
+        _echo(render_text.result_text(data))
 
 
 @main.command("check")
@@ -201,11 +201,11 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
 @click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell (default 30).")
 def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
     """Self-check before submitting: public checks only, readable feedback."""
-    from grader import grading, render
+    from grader import grading, render_text
 
     options = _options(sandbox=sandbox, default_sandbox="none", cell_timeout=cell_timeout, public_only=True)
     result = grading.grade(submission, lesson_id, options)
-    _echo(render.result_text(result.to_dict()))
+    _echo(render_text.result_text(result.to_dict()))
 
 
 @main.command("release")
@@ -213,9 +213,9 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 def release_cmd(lesson_id: str, out_dir: Path) -> None:
     """Write the student notebook of a lesson (no reference code in it)."""
-    from grader import lessons
+    from grader import handout
 
-    _echo(str(lessons.release(lesson_id, out_dir)))
+    _echo(str(handout.release(lesson_id, out_dir)))
 
 
 @main.command("validate")
@@ -223,10 +223,10 @@ def release_cmd(lesson_id: str, out_dir: Path) -> None:
 @_sandbox_options
 def validate_cmd(lesson_id: str, **flags: Any) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
-    from grader import grading, render
+    from grader import render_text, validate
 
-    outcome = grading.validate(lesson_id, _options(**flags))
-    _echo(render.validation_text(outcome))
+    outcome = validate.validate(lesson_id, _options(**flags))
+    _echo(render_text.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
 
 
@@ -318,11 +318,11 @@ def build_solution_cmd(lesson_id: str) -> None:
     """Instructors: regenerate solutions/<id>/solution.ipynb from the scaffold and answers.py."""
     import nbformat
 
-    from grader import files, lessons
+    from grader import files, handout, lessons
 
     lesson = lessons.get(lesson_id)
     target = lesson.solutions / "solution.ipynb"
-    files.write_text(target, nbformat.writes(lessons.solution_notebook(lesson)))
+    files.write_text(target, nbformat.writes(handout.solution_notebook(lesson)))
     _echo(str(target))
 
 

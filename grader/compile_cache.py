@@ -28,7 +28,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from grader import files, lessons, sandbox
+from grader import files, handout, host, kernel_command, lessons, sandbox
 
 FILL_TIMEOUT = 300.0
 """Seconds the filling process may take."""
@@ -57,16 +57,6 @@ def root() -> Path:
     return Path(base) / "grader" / "compile"
 
 
-def _processor() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return line
-    except OSError:
-        pass
-    return platform.processor()
-
-
 def _version(name: str) -> str:
     try:
         return metadata.version(name)
@@ -79,9 +69,9 @@ def folder_for(lesson_id: str, device: str) -> Path:
     """The cache folder this lesson, device and machine would use (it may not exist yet)."""
     lesson = lessons.get(lesson_id)
     env = sandbox.kernel_env(Path("/tmp"), sandbox.KernelStart(device=device))
-    facts = {"cells": lessons.given_cells_in_order(lesson_id), "warmup": lesson.compile_warmup,
+    facts = {"cells": handout.given_cells_in_order(lesson_id), "warmup": lesson.compile_warmup,
              "jax": _version("jax"), "jaxlib": _version("jaxlib"), "python": sys.version, "machine": platform.machine(),
-             "processor": _processor(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
+             "processor": host.cpu_flags(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
     digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
     return root() / f"{lesson_id}-{digest}"
 
@@ -108,9 +98,9 @@ def ensure(lesson_id: str, device: str) -> str:
         cache = work / "cache"
         cache.mkdir()
         program = work / "cells.json"
-        program.write_text(json.dumps([lessons.given_cells_in_order(lesson_id), lesson.compile_warmup]))
+        program.write_text(json.dumps([handout.given_cells_in_order(lesson_id), lesson.compile_warmup]))
         env = dict(sandbox.kernel_env(work, sandbox.KernelStart(device=device)),
-                   **sandbox.compile_cache_env(str(cache), writer=True))
+                   **kernel_command.compile_cache_env(str(cache), writer=True))
         env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
         try:
             done = subprocess.run([sandbox.python(), "-c", _FILL, str(program)], cwd=work, env=env,

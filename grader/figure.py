@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.judge import plain
+from grader.matching import plain
 
 
 def _reports(value: Any, fields: dict[str, str]) -> list[dict[str, Any]]:

@@ -6,17 +6,16 @@ import dataclasses
 import datetime as _dt
 import functools
 import os
-import platform
 import secrets
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
-from grader import compile_cache, device_check, judge, lessons, load, probe, render, run, sandbox, warm_start, wire, zygote
+from grader import (compile_cache, device_check, devices, handout, host, judge, leftovers, lessons, load, probe, render,
+                    run, sandbox, staff_code, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
@@ -27,68 +26,6 @@ def hash_seed_for(options: Options, seed: int) -> int:
     if options.hash_seed is not None:
         return options.hash_seed
     return 0 if options.public_only else seed % (MAX_HASH_SEED + 1)
-
-
-def environment(jobs_at_once: int) -> dict[str, Any]:
-    """Where and when this grade ran (the kernel uses the same environment)."""
-    return dict(_host(), graded_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                jobs_at_once=jobs_at_once)
-
-
-@functools.lru_cache(maxsize=1)
-def _host() -> dict[str, Any]:
-    """The host's facts, read once per process (installed versions, processor, memory, OS)."""
-    def version(name: str) -> str | None:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
-
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
-        "numpy": version("numpy"), "ipykernel": version("ipykernel"), "nbclient": version("nbclient"),
-        "grader": version("inference-grader"), "grader_commit": _commit(),
-        "os": f"{platform.system()} {platform.release()}", "os_release": _os_release(),
-        "machine": platform.machine(), "cpu_model": cpu, "cpu_count": os.cpu_count(), "memory_bytes": _memory(),
-    }
-
-
-@functools.lru_cache(maxsize=1)
-def _commit() -> str | None:
-    """The course checkout's git commit, when the grader runs from one."""
-    import subprocess
-
-    try:
-        done = subprocess.run(["git", "-C", str(lessons.course_root()), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
-def _memory() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _os_release() -> str | None:
-    try:
-        return platform.freedesktop_os_release().get("PRETTY_NAME")
-    except OSError:
-        return None
 
 
 def rejected(path: str | Path, reason: str, lesson: str | None = None, student: str | None = None) -> GradeResult:
@@ -115,10 +52,10 @@ def prepare(lesson_id: str, options: Options) -> None:
             _public_expectations(lesson_id)
         except Exception:  # noqa: BLE001 - a reference that fails is reported by each grade, as a grader failure
             pass
-    lessons.properties(lesson_id)
+    staff_code.properties(lesson_id)
     probe.warm()
     load.warm()
-    _host()
+    host.facts(lessons.course_root())
     render.warm()
     if starting is not None:
         try:
@@ -178,7 +115,7 @@ def safe_report(data: dict[str, Any], markdown: bool = False) -> str:
 
 
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
-    hidden = {} if public_only else lessons.hidden_cases(lesson.id, seed)
+    hidden = {} if public_only else staff_code.hidden_cases(lesson.id, seed)
     columns = {case.name: case.columns for ex in lesson.exercises for case in ex.cases if case.columns}
     return [probe.ExercisePlan(ex.id, ex.needs, tuple(ex.cases) + tuple(
                 dataclasses.replace(case, columns=case.columns or columns.get(case.name, ()))  # names in feedback
@@ -223,6 +160,21 @@ def _differing(as_submitted: tuple[dict[str, Any], ...], executed: Any) -> list[
             if fresh.get(item["cell_id"], "").strip() != item["text"].strip()]
 
 
+@dataclass(frozen=True)
+class _Ran:
+    """One submission's run, and how it was isolated."""
+
+    executed: run.Executed
+    report: sandbox.SandboxReport
+    start: sandbox.KernelStart
+    device: str
+    checked: device_check.DeviceCheck | None
+    fell_back: str
+    nonce: str
+    evidence_plan: probe.ExercisePlan
+    given: frozenset[int]
+
+
 def grade(path: str | Path, lesson_id: str | None = None, options: Options = Options(),
           student: str | None = None) -> GradeResult:
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
@@ -231,14 +183,59 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     seed = options.seed if options.seed is not None else secrets.randbelow(MAX_SEED + 1)
     hash_seed = hash_seed_for(options, seed)
     plans = _plans(lesson, seed, options.public_only)
+    ran = _run(lesson, submission, plans, options, hash_seed)
+    executed, nonce = ran.executed, ran.nonce
+    judging = time.monotonic()
+    probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
+                                              nonce, options.limits.probe_payload_bytes) for plan in plans}
+    notes, verdicts = _noted(lesson, submission, _verdicts(lesson, plans, probes, executed, submission, options))
+    measured, simulated = _evidence(lesson, plans, probes)
+    values = _values(lesson, ran.evidence_plan, probe.collect(
+        ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}), nonce, options.limits.probe_payload_bytes))
+    env, reported = _environment(options, ran)
+    measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
+                     "matmul_precision": reported.get("jax_matmul_precision"),
+                     "percentile_method": lesson.report.get("percentile_method", "not stated by the lesson"),
+                     "units": lesson.report.get("measured_units", ""), "jobs_at_once": options.jobs_at_once}
+    return GradeResult(
+        status="graded", lesson=lesson.id, student=submission.student,
+        score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
+        exercises=tuple(v.to_dict() for v in verdicts),
+        measured={"how": measured_meta, "answers": measured, "values": values["measured"]} if measured else {},
+        simulated={"answers": simulated, "values": values["simulated"]},
+        environment=env,
+        sandbox=dict(ran.report.to_dict(), memory_bound=devices.memory_bound(ran.start.device, options.limits)),
+        extra={
+            "mode": "check" if options.public_only else "grade",
+            "seed": None if options.public_only else seed,
+            "hash_seed": hash_seed,
+            "digest": submission.digest, "submission": Path(submission.path).name,
+            "graded_at": env["graded_at"], "notes": notes + list(executed.dropped),
+            "run": {"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
+                    "timings": _phases(executed, ran.given, time.monotonic() - judging),
+                    "flood": executed.flood, "deadline_hit": executed.deadline_hit},
+            "cells": [{"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
+                       "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"],
+            "stored_outputs": len(submission.as_submitted),
+            "as_submitted": _differing(submission.as_submitted, executed.notebook),
+            "explanations": [dict(e, untouched=e["text"].strip() in handout.prompt_texts(lesson.id))
+                             for e in submission.explanations],
+        },
+        notebook=executed.notebook,
+    )
+
+
+def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.ExercisePlan], options: Options,
+         hash_seed: int) -> _Ran:
+    """Plan the isolation and the device, then run the notebook and its probes in a fresh kernel."""
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
     if report.kernel_as == "root" and options.sandbox != "none":
         raise SandboxUnavailable(f"refusing to run student code as root: {report.missing_reason}")
     device, checked, fell_back = resolve_device(options, report)
     start = sandbox.KernelStart(hash_seed, device, lesson.warm_imports,
                                 compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "",
-                                lessons.warm_sources(lesson.id))
-    sandbox.sweep_stale()
+                                handout.warm_sources(lesson.id))
+    leftovers.sweep_stale()
     nonce = probe.new_nonce()
     evidence_plan = probe.ExercisePlan(probe.EVIDENCE_KEY, tuple(lesson.evidence),
                                        tuple(lessons.case_from_spec({"value": name}) for name in lesson.evidence))
@@ -250,15 +247,19 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         report = dataclasses.replace(report, mode="bwrap+zygote")
     given = _given_cells(lesson, submission.notebook)
     prefix = _warm_prefix(lesson, submission.notebook, options, start) if warm else frozenset()
-    executed = run.execute(submission.notebook, tail, options.limits,
-                           (lambda: zygote.kernel_manager(report, options.limits, start, warm_cells=bool(prefix))) if warm
-                           else (lambda: sandbox.kernel_manager(report, options.limits, start)),
+    limits = options.limits
+    executed = run.execute(submission.notebook, tail, limits,
+                           (lambda: zygote.kernel_manager(report, limits, start, warm_cells=bool(prefix))) if warm
+                           else (lambda: sandbox.kernel_manager(report, limits, start)),
                            given=given, warm=prefix)
-    judging = time.monotonic()
-    probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
-                                              nonce, options.limits.probe_payload_bytes) for plan in plans}
-    reference = None if options.public_only else lessons.reference(lesson.id)
-    checks = lessons.properties(lesson.id)
+    return _Ran(executed, report, start, device, checked, fell_back, nonce, evidence_plan, given)
+
+
+def _verdicts(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe],
+              executed: run.Executed, submission: load.Submission, options: Options) -> list[judge.ExerciseResult]:
+    """Each exercise judged here, outside the kernel, against the lesson's figures and the reference's answers."""
+    reference = None if options.public_only else staff_code.reference(lesson.id)
+    checks = staff_code.properties(lesson.id)
     public = _public_expectations(lesson.id) if reference is not None else {}
     verdicts = []
     for ex, plan in zip(lesson.exercises, plans):
@@ -270,59 +271,39 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
             pairs = [judge.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expectations)]
             cases, expectations = [c for c, _ in pairs], [e for _, e in pairs]
         verdicts.append(judge.judge(ex, cases, found, expectations, executed.cells, submission.notebook, checks))
+    return verdicts
+
+
+def _noted(lesson: lessons.Lesson, submission: load.Submission,
+           verdicts: list[judge.ExerciseResult]) -> tuple[list[str], list[judge.ExerciseResult]]:
+    """The result's notes: a notebook of another release or of another lesson says so (in the missing verdicts too)."""
     notes = list(submission.notes)
     released = lessons.released_version(submission.notebook)
     if released is not None and released != lesson.version:
         notes.insert(0, f"this notebook was released as version {released} of lesson '{lesson.id}'; it is graded as "
                         f"version {lesson.version}, whose given cells differ: copy them from a fresh "
                         f"`grader release {lesson.id}` notebook if an answer depends on them")
-    other = lessons.other_lesson(lesson, submission.notebook)
+    other = handout.other_lesson(lesson, submission.notebook)
     if other and any(v.status == "missing" for v in verdicts):
         hint = (f"this notebook defines {other[1]} of the {other[2]} names of lesson '{other[0]}': is it that "
                 f"lesson's notebook? (graded as '{lesson.id}')")
         notes.insert(0, hint)
         verdicts = [dataclasses.replace(v, messages=(hint,) + v.messages) if v.status == "missing" else v
                     for v in verdicts]
-    measured, simulated = _evidence(lesson, plans, probes)
-    values = _values(lesson, evidence_plan, probe.collect(evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}),
-                                                          nonce, options.limits.probe_payload_bytes))
-    env = environment(options.jobs_at_once)
-    reported = probe.collect_environment(executed.tail.get(probe.ENVIRONMENT_KEY, {}), nonce)
-    env.update({k: v for k, v in reported.items() if k not in env})  # the kernel never overrides the grader's facts
+    return notes, verdicts
+
+
+def _environment(options: Options, ran: _Ran) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The grader's facts of the host, then what the kernel reported (never overriding them), and the device."""
+    env = host.environment(options.jobs_at_once, lessons.course_root())
+    reported = probe.collect_environment(ran.executed.tail.get(probe.ENVIRONMENT_KEY, {}), ran.nonce)
+    env.update({k: v for k, v in reported.items() if k not in env})
     env["reported_by_kernel"] = sorted(reported)  # after the student's cells: what the kernel said, unverified
-    env["isolation"] = sorted(name for name, held in report.layers.items() if held)
-    env.update(device_requested=options.device, device_used=device_check.used(checked) if checked else device,
-               device_fell_back=bool(fell_back), device_fallback_reason=fell_back or None,
-               device_check=checked.to_dict() if checked else None)
-    measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
-                     "matmul_precision": reported.get("jax_matmul_precision"),
-                     "percentile_method": lesson.report.get("percentile_method", "not stated by the lesson"),
-                     "units": lesson.report.get("measured_units", ""), "jobs_at_once": options.jobs_at_once}
-    return GradeResult(
-        status="graded", lesson=lesson.id, student=submission.student,
-        score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
-        exercises=tuple(v.to_dict() for v in verdicts),
-        measured={"how": measured_meta, "answers": measured, "values": values["measured"]} if measured else {},
-        simulated={"answers": simulated, "values": values["simulated"]},
-        environment=env, sandbox=dict(report.to_dict(), memory_bound=sandbox.memory_bound(start.device, options.limits)),
-        extra={
-            "mode": "check" if options.public_only else "grade",
-            "seed": None if options.public_only else seed,
-            "hash_seed": hash_seed,
-            "digest": submission.digest, "submission": Path(submission.path).name,
-            "graded_at": env["graded_at"], "notes": notes + list(executed.dropped),
-            "run": {"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
-                    "timings": _phases(executed, given, time.monotonic() - judging),
-                    "flood": executed.flood, "deadline_hit": executed.deadline_hit},
-            "cells": [{"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
-                       "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"],
-            "stored_outputs": len(submission.as_submitted),
-            "as_submitted": _differing(submission.as_submitted, executed.notebook),
-            "explanations": [dict(e, untouched=e["text"].strip() in lessons.prompt_texts(lesson.id))
-                             for e in submission.explanations],
-        },
-        notebook=executed.notebook,
-    )
+    env["isolation"] = sorted(name for name, held in ran.report.layers.items() if held)
+    env.update(device_requested=options.device, device_used=device_check.used(ran.checked) if ran.checked else ran.device,
+               device_fell_back=bool(ran.fell_back), device_fallback_reason=ran.fell_back or None,
+               device_check=ran.checked.to_dict() if ran.checked else None)
+    return env, reported
 
 
 def resolve_device(options: Options, report: sandbox.SandboxReport) -> tuple[str, device_check.DeviceCheck | None, str]:
@@ -334,8 +315,8 @@ def resolve_device(options: Options, report: sandbox.SandboxReport) -> tuple[str
     if options.device == "cpu":
         return "cpu", None, ""
     checked = None
-    if not sandbox.device_available(options.device):
-        why = f"no {options.device.upper()} on this host (no device nodes for it under {sandbox.device_dir()})"
+    if not devices.device_available(options.device):
+        why = f"no {options.device.upper()} on this host (no device nodes for it under {devices.device_dir()})"
     else:
         checked = device_check.check(options.device, report, options.limits)
         if checked.works:
@@ -350,7 +331,7 @@ def resolve_device(options: Options, report: sandbox.SandboxReport) -> tuple[str
 def _public_expectations(lesson_id: str) -> dict[tuple[str, int], dict[str, Any]]:
     """The expectation of every public case, by (exercise, position): the same for every student, so a batch
     asks the reference once (in the parent, before its workers fork) instead of once per grade."""
-    lesson, reference = lessons.get(lesson_id), lessons.reference(lesson_id)
+    lesson, reference = lessons.get(lesson_id), staff_code.reference(lesson_id)
     return {(ex.id, i): judge.expectation(case, reference) for ex in lesson.exercises for i, case in enumerate(ex.cases)}
 
 
@@ -365,7 +346,7 @@ def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dic
 def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start: sandbox.KernelStart) -> frozenset[int]:
     """The notebook's leading cells that the zygote's one run of the lesson's warm cells stands for (none when
     the notebook changed them, or the zygote could not run them)."""
-    prefix = lessons.warm_prefix(lesson.id, notebook)
+    prefix = handout.warm_prefix(lesson.id, notebook)
     if not prefix:
         return prefix
     try:
@@ -377,7 +358,7 @@ def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start:
 def _given_cells(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
     """Indices of the cells that are the lesson's given code, unchanged (matched by source, not by tags or ids,
     which the student controls): a cold kernel's first imports run there, so they get the given budget."""
-    given = lessons.given_sources(lesson.id)
+    given = handout.given_sources(lesson.id)
     return frozenset(i for i, cell in enumerate(notebook.cells)
                      if cell.cell_type == "code" and cell.source.strip() in given)
 
@@ -400,51 +381,4 @@ def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:
     raise LessonError(f"{name}: no lesson in the notebook's metadata; pass --lesson ({known})")
 
 
-__all__ = ["Options", "grade", "rejected", "environment", "SubmissionRejected", "wire"]
-
-
-@dataclass(frozen=True)
-class Validation:
-    """The outcome of `grader validate`."""
-
-    lesson: str
-    """Lesson id."""
-    reference: GradeResult
-    """Grade of the completed solution notebook (hidden cases included)."""
-    scaffold: GradeResult
-    """Grade of the bare student notebook."""
-    problems: tuple[str, ...]
-    """Everything that makes the lesson unsound; empty when it is sound."""
-
-
-def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None) -> Validation:
-    """Prove a lesson sound: reference full marks, scaffold zero, stated figures agree with the reference."""
-    import tempfile
-
-    import nbformat
-
-    lesson = lessons.get(lesson_id)
-    problems = []
-    reference = lessons.reference(lesson.id)
-    for ex in lesson.exercises:
-        for case in ex.cases:
-            if not case.has_expect:
-                continue
-            want = judge.plain(case.expect)
-            got = judge.expectation(lessons.Case(**{**case.__dict__, "expect": None, "has_expect": False}), reference)
-            mismatch = judge.compare(got["value"], want, case)
-            if mismatch:
-                problems.append(f"{ex.id}: the reference disagrees with the lesson's figure for {case.label()}: {mismatch.public()}")
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        solution = Path(tmp) / "reference.ipynb"
-        nbformat.write(lessons.solution_notebook(lesson), str(solution))
-        scaffold_path = lessons.release(lesson.id, tmp)
-        ref = grade(solution, lesson.id, options)
-        bare = grade(scaffold_path, lesson.id, options)
-    for e in ref.exercises:
-        if e["status"] != "passed":
-            problems.append(f"reference fails {e['id']}: {'; '.join(e['messages'][:2])}")
-    for e in bare.exercises:
-        if e["status"] == "passed":
-            problems.append(f"the bare scaffold passes {e['id']}: its checks cannot tell an empty answer from a right one")
-    return Validation(lesson.id, ref, bare, tuple(problems))
+__all__ = ["Options", "grade", "rejected", "SubmissionRejected", "wire"]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import escape, files, layouts, lessons, record, render
+from grader import escape, files, layouts, lessons, record, render, render_text
 from grader import roster as class_list
 from grader.errors import GraderError
 
@@ -214,7 +214,7 @@ def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
         for data in results:
             bundle.writestr(zipfile.ZipInfo(_comment_name(data), date_time=(2026, 1, 1, 0, 0, 0)),
-                            render.result_text(data) + "\n")
+                            render_text.result_text(data) + "\n")
     files.write_bytes(target / "comments.zip", buffer.getvalue())
     return target
 

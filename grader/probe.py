@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import run, sections, shapes
+from grader import sections, shapes
 from grader.lessons import Case
 
 WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")

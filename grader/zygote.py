@@ -29,7 +29,7 @@ from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
-from grader import sandbox
+from grader import devices, kernel_command, sandbox
 from grader.errors import SandboxUnavailable
 from grader.limits import Limits
 
@@ -109,7 +109,7 @@ class Zygote:
         self.socket_path = self.home / "z.sock"
         self.rootless = os.geteuid() != 0
         self.start = start or sandbox.KernelStart()  # fixed when its interpreter starts: every kernel it forks has it
-        argv = sandbox.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
+        argv = kernel_command.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
             sandbox.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path),
             json.dumps(list(self.start.warm_imports)), json.dumps(list(self.start.warm_cells))]
         # A session of its own: no kernel forked from it can reach the grader's terminal.
@@ -234,7 +234,7 @@ def request_for(km: Any, limits: Limits) -> dict[str, Any]:
             "become_nobody": not report.rootless, "own_user_namespace": bool(report.budgets.get("own_user_namespace")),
             "env": env, "limits": dict({k: v for k, v in asdict(limits).items()
                                         if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")},
-                                       memory_rlimit=sandbox.memory_rlimit(km.start.device))}
+                                       memory_rlimit=devices.memory_rlimit(km.start.device))}
 
 
 def kernel_manager(report: sandbox.SandboxReport, limits: Limits, start: sandbox.KernelStart | None = None,

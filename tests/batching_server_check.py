@@ -18,6 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader import lessons, wire  # noqa: E402
+from grader import handout, staff_code
 from grader.lessons import Case  # noqa: E402
 
 LESSON = "dynamic-batching"
@@ -25,7 +26,7 @@ LESSON = "dynamic-batching"
 
 def given() -> dict:
     namespace: dict = {"__name__": "given_dynamic_batching"}
-    for cell in lessons.scaffold(lessons.get(LESSON)).cells:
+    for cell in handout.scaffold(lessons.get(LESSON)).cells:
         if cell.cell_type == "code" and "given" in cell.metadata.get("tags", []) and cell["id"] not in (
                 "given-comparison", "given-hand-check"):
             exec(compile(cell.source, cell["id"], "exec"), namespace)
@@ -53,10 +54,10 @@ def main() -> None:
                           "retry_after": sorted({str(r["retry_after"]) for r in records if r["status"] == 503}),
                           "threads_left": sorted({t.name for t in threading.enumerate()} - threads),
                           "sockets_before": open_sockets, "sockets_after": sockets()}
-    policy = lessons.reference(LESSON)["policy"]
+    policy = staff_code.reference(LESSON)["policy"]
     live = ns["replay"](ns["TRACE_OVERLOADED"], *policy)
     case = Case(name="live", mode="value", args=tuple(wire.encode([list(policy), ns["TRACE_OVERLOADED"]])))
-    check = lessons.properties(LESSON)["live_records"]
+    check = staff_code.properties(LESSON)["live_records"]
     broken = [dict(r) for r in live]
     broken[5]["compute_end_ms"] = broken[5]["compute_start_ms"] - 1
     seen["replayed"] = {"problems": check(case, live), "broken_problems": check(case, broken),

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader import grading, lessons, load
+from grader import grading, handout, lessons, load
 from grader.limits import Limits
 
 HERE = Path(__file__).parent
@@ -39,7 +39,7 @@ def patched_solution(lesson_id: str, patch: Path | str) -> Any:
     student's own extra cells.
     """
     lesson = lessons.get(lesson_id)
-    notebook = lessons.solution_notebook(lesson)
+    notebook = handout.solution_notebook(lesson)
     text = patch.read_text(encoding="utf-8") if isinstance(patch, Path) else patch
     patch_cells = [c for c in load.notebook_from_script(text).cells if c.cell_type == "code"]
     replacements = {c["id"]: c.source for c in patch_cells}
@@ -86,7 +86,7 @@ class Graded:
         target = self.folder / lesson_id / "solution.ipynb"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            write(lessons.solution_notebook(lessons.get(lesson_id)), target)
+            write(handout.solution_notebook(lessons.get(lesson_id)), target)
         return self.file(target, lesson_id)
 
 

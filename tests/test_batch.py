@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import patched_solution, write
-from grader import batch, cli, grading, lessons, sandbox
+from grader import batch, cli, grading, handout, lessons, sandbox
 from conftest import FAST
 
 pytestmark = pytest.mark.kernel
@@ -42,9 +42,9 @@ def _class(folder: Path, out: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if out is not None:
         (folder / "hal.py").write_text(VANDAL.format(targets=[str(out), str(folder)]))
-    write(lessons.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, SUBS / "deadline-counts-equal-as-missed.py"), folder / "ben.ipynb")
-    write(lessons.scaffold(lessons.get(LESSON)), folder / "cleo.ipynb")
+    write(handout.scaffold(lessons.get(LESSON)), folder / "cleo.ipynb")
     write(patched_solution(LESSON, SUBS / "infinite-loop-in-collection-cell.py"), folder / "dev.ipynb")
     (folder / "eli.ipynb").write_text('{"cells": [')
     (folder / "fay.docx").write_text("my answers are in the email")  # a student's file, not a notebook: rejected
@@ -101,7 +101,7 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, s
     # With one job, Ctrl-C once reached only the grade in progress (filed as a grader failure) and the batch went on.
     folder = tmp_path / "in"
     folder.mkdir()
-    solution = lessons.solution_notebook(lessons.get(LESSON))
+    solution = handout.solution_notebook(lessons.get(LESSON))
     for i in range(8):
         solution.cells[0].source = f"# student {i}\n" + solution.cells[0].source  # a distinct digest each
         write(solution, folder / f"s{i}.ipynb")
@@ -144,7 +144,7 @@ def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
     distributed = pytest.importorskip("distributed")
     folder = tmp_path / "in"
     folder.mkdir()
-    write(lessons.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, SUBS / "queue-vectorised-shortcut.py"), folder / "ben.ipynb")
     (folder / "eli.ipynb").write_text("not json")
     options = grading.Options(limits=FAST, seed=77)

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 
-from grader import cli, lessons
+from grader import cli, handout, lessons
 
 LESSON = "inference-capacity"
 
@@ -83,7 +83,7 @@ def test_committed_solution_notebook_is_up_to_date():
     for lesson_id in lessons.available():
         lesson = lessons.get(lesson_id)
         committed = nbformat.read(str(lesson.solutions / "solution.ipynb"), as_version=4)
-        built = lessons.solution_notebook(lesson)
+        built = handout.solution_notebook(lesson)
         assert [c.source for c in committed.cells] == [c.source for c in built.cells], (
             f"run `grader build-solution {lesson_id}`")
 
@@ -99,7 +99,7 @@ def test_validate_proves_the_lesson_sound():
 
 @pytest.mark.kernel
 def test_check_feedback_names_expected_and_got(tmp_path):
-    notebook = lessons.solution_notebook(lessons.get(LESSON))
+    notebook = handout.solution_notebook(lessons.get(LESSON))
     for cell in notebook.cells:
         if cell["id"] == "answer-batch-collection":
             cell.source = "collection_wait = (8 - np.arange(8)) * 2.0"
@@ -115,7 +115,7 @@ def test_check_feedback_names_expected_and_got(tmp_path):
 
 @pytest.mark.kernel
 def test_grade_json_dash_prints_one_document_and_check_reads_the_lesson_from_metadata(tmp_path):
-    released = lessons.release("inference-scaling", tmp_path)
+    released = handout.release("inference-scaling", tmp_path)
     result = run("grade", str(released), "--lesson", "inference-scaling", "--json", "-", "--cell-timeout", "20")
     assert result.exit_code == 0
     data = json.loads(result.stdout)  # exactly one document: json.loads rejects trailing text
@@ -127,7 +127,7 @@ def test_grade_json_dash_prints_one_document_and_check_reads_the_lesson_from_met
 
 @pytest.mark.parametrize("command", ["grade", "check"])
 def test_a_lesson_option_that_disagrees_with_the_notebook_is_refused_naming_both(tmp_path, command):
-    released = lessons.release("inference-scaling", tmp_path)
+    released = handout.release("inference-scaling", tmp_path)
     result = run(command, str(released), "--lesson", "inference-capacity", *(["--json", str(tmp_path / "r.json")]
                                                                              if command == "grade" else []))
     assert result.exit_code == 2
@@ -139,7 +139,7 @@ def test_a_lesson_option_that_disagrees_with_the_notebook_is_refused_naming_both
 
 @pytest.mark.kernel
 def test_grade_reads_the_lesson_from_the_metadata_when_none_is_given(tmp_path):
-    released = lessons.release("inference-capacity", tmp_path)
+    released = handout.release("inference-capacity", tmp_path)
     result = run("grade", str(released), "--json", "-", "--no-sandbox", "--cell-timeout", "20")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["lesson"] == "inference-capacity"
@@ -147,7 +147,7 @@ def test_grade_reads_the_lesson_from_the_metadata_when_none_is_given(tmp_path):
 
 def test_batch_records_a_disagreeing_notebook_as_rejected_naming_both(tmp_path):
     (tmp_path / "in").mkdir()
-    lessons.release("inference-scaling", tmp_path / "in")
+    handout.release("inference-scaling", tmp_path / "in")
     done = run("batch", str(tmp_path / "in"), "--lesson", LESSON, "--out", str(tmp_path / "out"), "--jobs", "1",
                "--no-sandbox")
     assert done.exit_code == 0, done.output
@@ -241,9 +241,9 @@ def test_batch_without_a_sandbox_says_so_on_stderr_and_the_dashboard(tmp_path, m
 
 
 def test_an_absent_device_is_refused_with_one_line_unless_falling_back_is_asked(tmp_path):
-    from grader import sandbox
+    from grader import devices
 
-    if sandbox.device_available("gpu"):
+    if devices.device_available("gpu"):
         pytest.skip("this host has a GPU")
     (tmp_path / "a.py").write_text("x = 1\n")
     refused = run("grade", str(tmp_path / "a.py"), "--lesson", LESSON, "--device", "gpu")

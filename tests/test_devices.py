@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FAST, SEED, write
-from grader import batch, cli, lessons, run, sandbox
+from grader import batch, cli, handout, lessons, run, sandbox
 from grader.limits import Limits
 
 LESSON = "inference-capacity"
@@ -45,7 +45,7 @@ def run_cli(*args):
 
 @needs_bwrap
 def test_a_gpu_that_does_not_work_is_refused_in_one_line_or_fallen_back_from(stand_in_gpu, tmp_path):
-    solution = write(lessons.solution_notebook(lessons.get(LESSON)), tmp_path / "reference.ipynb")
+    solution = write(handout.solution_notebook(lessons.get(LESSON)), tmp_path / "reference.ipynb")
     refused = run_cli("grade", solution, "--lesson", LESSON, "--device", "gpu", "--json", tmp_path / "refused.json")
     assert refused.exit_code == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.output
     assert "--device gpu does not work in a sandboxed kernel here" in refused.stderr
@@ -66,7 +66,7 @@ def test_a_gpu_that_does_not_work_is_refused_in_one_line_or_fallen_back_from(sta
 def test_a_gpu_batch_that_does_not_work_stops_before_any_grade(stand_in_gpu, tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
-    write(lessons.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
     done = run_cli("batch", folder, "--lesson", LESSON, "--out", tmp_path / "out", "--device", "gpu")
     assert done.exit_code == 2 and "does not work in a sandboxed kernel" in done.stderr
     assert not (tmp_path / "out" / "results").exists() or not list((tmp_path / "out" / "results").iterdir())
@@ -133,7 +133,7 @@ def test_a_gpu_kernels_memory_bound_is_no_address_space_limit_and_every_other_la
 
 @pytest.mark.parametrize("lesson_id", ["inference-capacity", "dynamic-batching"])
 def test_the_handout_of_a_lesson_that_runs_the_network_asks_for_full_precision_and_says_why(tmp_path, lesson_id):
-    released = lessons.release(lesson_id, tmp_path)
+    released = handout.release(lesson_id, tmp_path)
     text = Path(released).read_text()
     assert 'jax.config.update(\\"jax_default_matmul_precision\\", \\"highest\\")' in text
     assert "seed's tolerance" in text or "agrees with NumPy" in text

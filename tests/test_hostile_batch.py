@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TIGHT_CELL, patched_solution, statuses, write
-from grader import lessons, sandbox
+from grader import handout, lessons, sandbox
 from grader.limits import Limits
 
 LESSON = "inference-capacity"
@@ -48,7 +48,7 @@ def _fill(text: str, fills: dict[str, str]) -> str:
 
 
 def _honest(folder: Path) -> None:
-    write(lessons.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, SUBS / "deadline-counts-equal-as-missed.py"), folder / "ben.ipynb")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import judge, lessons
+from grader import judge, lessons, matching
 from grader.lessons import Exercise
 from grader.probe import Probe
 from grader.cells import CellRun
@@ -19,44 +19,44 @@ def case(**kw):
 
 def test_printed_decimals_rule():
     c = case(decimals=2)
-    assert judge.compare(np.float64(463.8651), 463.87, c) is None       # |diff| = 0.0049 <= 0.005
-    assert judge.compare(463.875, 463.87, c) is None                    # exactly half a unit (+1e-9 slack)
-    assert judge.compare(463.876, 463.87, c) is not None                # 0.006 > 0.005
+    assert matching.compare(np.float64(463.8651), 463.87, c) is None       # |diff| = 0.0049 <= 0.005
+    assert matching.compare(463.875, 463.87, c) is None                    # exactly half a unit (+1e-9 slack)
+    assert matching.compare(463.876, 463.87, c) is not None                # 0.006 > 0.005
 
 
 def test_decimals_per_dict_field():
     c = case(decimals={"rows": 2, "acc": 4})
     expected = {"rows": 145.53, "acc": 0.8067, "calls": 39}
-    assert judge.compare({"rows": 145.5325, "acc": 0.80666, "calls": 39}, expected, c) is None
-    mismatch = judge.compare({"rows": 145.5325, "acc": 0.80666, "calls": 38}, expected, c)
+    assert matching.compare({"rows": 145.5325, "acc": 0.80666, "calls": 39}, expected, c) is None
+    mismatch = matching.compare({"rows": 145.5325, "acc": 0.80666, "calls": 38}, expected, c)
     assert mismatch is not None and mismatch.where == "'calls'"
 
 
 def test_default_tolerance_is_rtol_1e6():
     c = case()
-    assert judge.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 1.9e-6], c) is None
-    assert judge.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 3e-6], c) is not None
+    assert matching.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 1.9e-6], c) is None
+    assert matching.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 3e-6], c) is not None
 
 
 def test_bools_must_be_bools():
     c = case()
-    assert judge.compare(True, True, c) is None
-    assert judge.compare(np.asarray(True), True, c) is None
-    assert judge.compare(1.0, True, c) is not None
-    assert judge.compare("True", True, c) is not None
+    assert matching.compare(True, True, c) is None
+    assert matching.compare(np.asarray(True), True, c) is None
+    assert matching.compare(1.0, True, c) is not None
+    assert matching.compare("True", True, c) is not None
 
 
 def test_shapes_and_types():
     c = case()
-    assert judge.compare([2.0], 2, c) is not None
-    assert judge.compare(None, [1.0], c) is not None
-    assert judge.compare("accelerator", "accelerator", c) is None
-    assert judge.compare("general-purpose", "accelerator", c) is not None
-    assert judge.compare(np.array([np.nan]), [1.0], c) is not None
+    assert matching.compare([2.0], 2, c) is not None
+    assert matching.compare(None, [1.0], c) is not None
+    assert matching.compare("accelerator", "accelerator", c) is None
+    assert matching.compare("general-purpose", "accelerator", c) is not None
+    assert matching.compare(np.array([np.nan]), [1.0], c) is not None
 
 
 def test_hidden_mismatch_never_shows_the_reference_answer():
-    mismatch = judge.compare(np.array([1.0, 5.0]), [1.0, 123.456], case())
+    mismatch = matching.compare(np.array([1.0, 5.0]), [1.0, 123.456], case())
     assert "123.456" not in mismatch.hidden()
     assert "123.456" in mismatch.public()
 
@@ -113,7 +113,7 @@ def test_probe_failures_map_to_statuses(status, expected):
 
 def test_plain_keeps_dicts_and_array_kinds():
     data = {"__dict__": [["a", {"__array__": [1, 2], "shape": [2], "kind": "i"}], ["b", {"__array__": True, "shape": [], "kind": "b"}]]}
-    out = judge.plain(data)
+    out = matching.plain(data)
     assert out["a"].tolist() == [1.0, 2.0] and out["b"].dtype == bool
 
 
@@ -123,8 +123,8 @@ def test_a_number_no_float_holds_is_that_exercises_failure_not_a_crash():
     result = judge.judge(ex, list(ex.cases), probe, [{"value": 5.95}], (), None, {})
     assert result.status == "failed" and "expected 5.95" in result.messages[0]
     assert "too large for a float" in result.messages[0]
-    assert judge.compare([10**400, 1.0], [1.0, 1.0], case()) is not None
-    assert isinstance(judge.plain({"__array__": [10**400], "shape": [1], "kind": "i"}), judge.Opaque)
+    assert matching.compare([10**400, 1.0], [1.0, 1.0], case()) is not None
+    assert isinstance(matching.plain({"__array__": [10**400], "shape": [1], "kind": "i"}), matching.Opaque)
 
 
 def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exercise():
@@ -169,7 +169,7 @@ def test_a_mismatch_in_returned_arrays_names_the_value_and_the_position():
     c = lessons.case_from_spec({"call": "f", "args": [{"array": [0.0, 1.0, 4.0]}, 2.0],
                                 "columns": ["arrival (ms)", "start (ms)", "finish (ms)", "response (ms)"]})
     got = [np.array([0.0, 2.0, 4.0]), np.array([2.0, 4.0, 7.0]), np.array([2.0, 3.0, 2.0])]
-    mismatch = judge.compare(got, [[0, 2, 4], [2, 4, 6], [2, 3, 2]], c)
+    mismatch = matching.compare(got, [[0, 2, 4], [2, 4, 6], [2, 3, 2]], c)
     assert mismatch.where == "returned value 2 of 3 (finish (ms)), position [2]"
     assert mismatch.public().startswith("expected 6.0 for returned value 2 of 3 (finish (ms)), position [2], got 7.0")
 

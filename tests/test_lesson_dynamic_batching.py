@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import SEED, statuses
-from grader import lessons
+from grader import staff_code
 from grader.lessons import Case
 
 LESSON = "dynamic-batching"
@@ -26,7 +26,7 @@ ALL = ["batcher-sim", "policy-choice", "live-replay", "service-fit"]
 
 @pytest.fixture(scope="module")
 def ref():
-    return lessons.reference(LESSON)
+    return staff_code.reference(LESSON)
 
 
 HAND_WORKED = {
@@ -55,7 +55,7 @@ def test_batching_rule_on_hand_worked_traces(ref, name):
 
 
 def test_max_batch_one_is_the_fcfs_queue_of_inference_capacity(ref):
-    fcfs = lessons.reference("inference-capacity")["simulate_queue"]
+    fcfs = staff_code.reference("inference-capacity")["simulate_queue"]
     rng = np.random.default_rng(SEED)
     for _ in range(20):
         arrivals = np.cumsum(rng.choice([0.0, 0.25, 1.0, 3.0, 20.0], size=40))

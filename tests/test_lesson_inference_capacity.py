@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from conftest import FAST, SEED, patched_solution, statuses, write
-from grader import grading, lessons
+from grader import grading, handout, lessons
 
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"
@@ -116,25 +116,25 @@ def _fake_outputs(notebook, text):
 
 
 def test_faked_stored_outputs_change_nothing(graded, tmp_path):
-    fake = _fake_outputs(lessons.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
+    fake = _fake_outputs(handout.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
     result = graded.file(write(fake, tmp_path / "faked.ipynb"), LESSON)
     assert result["score"] == 0.0
     assert any("score 9/9" in o["text"] for o in result["as_submitted"])
 
 
 def test_stale_outputs_on_a_correct_notebook_change_nothing(graded, tmp_path):
-    stale = _fake_outputs(lessons.solution_notebook(lessons.get(LESSON)), "Traceback: NameError\n")
+    stale = _fake_outputs(handout.solution_notebook(lessons.get(LESSON)), "Traceback: NameError\n")
     result = graded.file(write(stale, tmp_path / "stale.ipynb"), LESSON)
     assert result["score"] == 9.0
 
 
 def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_dashboard(graded, tmp_path):
-    from grader import record, render
+    from grader import record, render, render_text
 
-    fake = _fake_outputs(lessons.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
+    fake = _fake_outputs(handout.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
     result = graded.file(write(fake, tmp_path / "doctored.ipynb"), LESSON)
     assert result["stored_outputs"] > 0 and result["as_submitted"]
-    assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render.result_text(result)
+    assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render_text.result_text(result)
     assert "differ from the fresh run" in render.report_html(result).split("<h2>Exercises</h2>")[0]
     dashboard = render.dashboard_html([record.summary(result)], lessons.get(LESSON))
     assert "Stored outputs that differ from the fresh run" in dashboard and "doctored" in dashboard
@@ -143,7 +143,7 @@ def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_d
 
 
 def test_an_unchanged_prompt_is_not_shown_as_the_students_words(graded, tmp_path):
-    notebook = lessons.solution_notebook(lessons.get(LESSON))
+    notebook = handout.solution_notebook(lessons.get(LESSON))
     for cell in notebook.cells:
         if "prediction" in cell.metadata.get("tags", []):
             cell.source = "I predict the queue grows once arrivals outpace the service time."
@@ -153,7 +153,7 @@ def test_an_unchanged_prompt_is_not_shown_as_the_students_words(graded, tmp_path
 
 
 def test_an_unfinished_exercise_says_so_once(graded):
-    result = graded.file(lessons.release(LESSON, graded.folder), LESSON, seed=SEED)
+    result = graded.file(handout.release(LESSON, graded.folder), LESSON, seed=SEED)
     queue = next(e for e in result["exercises"] if e["id"] == "queue-hand-check")
     assert queue["messages"] == ["8 cases, e.g. `simulate_queue(np.array([0.0, 1.0, 4.0]), 2.0)`: raised "
                                  "NotImplementedError: write simulate_queue(arrival_ms, service_ms)"]
@@ -170,7 +170,7 @@ def _as_script(notebook, markers):
 
 @pytest.mark.parametrize("markers", [True, False], ids=["percent-cells", "plain-script"])
 def test_the_same_code_as_a_py_file_scores_the_same(graded, tmp_path, markers):
-    notebook = lessons.solution_notebook(lessons.get(LESSON))
+    notebook = handout.solution_notebook(lessons.get(LESSON))
     script = tmp_path / f"solution-{'cells' if markers else 'plain'}.py"
     script.write_text(_as_script(notebook, markers), encoding="utf-8")
     result = graded.file(script, LESSON)
@@ -209,7 +209,7 @@ def test_check_runs_public_cases_only(graded):
 
 
 def test_scaffold_scores_zero(graded, tmp_path):
-    released = lessons.release(LESSON, graded.folder)
+    released = handout.release(LESSON, graded.folder)
     result = graded.file(released, LESSON, seed=SEED)
     assert result["score"] == 0.0
     assert set(statuses(result).values()) <= {"failed", "error"}

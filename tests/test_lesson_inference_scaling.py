@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from conftest import statuses
-from grader import lessons
+from grader import handout, lessons, staff_code
 from grader.errors import LessonError
 
 LESSON = "inference-scaling"
@@ -47,7 +47,7 @@ def near(x, printed, decimals):
 
 @pytest.fixture(scope="module")
 def ref():
-    return lessons.reference(LESSON)
+    return staff_code.reference(LESSON)
 
 
 @pytest.mark.parametrize("size", sorted(SEED_SWEEP))
@@ -156,20 +156,20 @@ def _code_index(notebook, cell_id):
 
 def test_warm_cells_stand_for_an_unchanged_leading_prefix_only():
     lesson = lessons.get("inference-scaling")
-    solution = lessons.solution_notebook(lesson)
+    solution = handout.solution_notebook(lesson)
     leading = [i for i, c in enumerate(solution.cells) if c.cell_type == "code"][:3]
-    assert lessons.warm_prefix(lesson.id, solution) == frozenset(leading)
+    assert handout.warm_prefix(lesson.id, solution) == frozenset(leading)
     solution.cells[leading[1]].source += "\n\n"  # whitespace at the end changes nothing that runs
-    assert lessons.warm_prefix(lesson.id, solution) == frozenset(leading)
-    changed = lessons.solution_notebook(lesson)
+    assert handout.warm_prefix(lesson.id, solution) == frozenset(leading)
+    changed = handout.solution_notebook(lesson)
     changed.cells[_code_index(changed, "given-pipeline")].source = changed.cells[
         _code_index(changed, "given-pipeline")].source.replace("THRESHOLD = PERIODS[1:9], PERIODS[9:], 40",
                                                                 "THRESHOLD = PERIODS[1:9], PERIODS[9:], 41")
     assert "41" in changed.cells[_code_index(changed, "given-pipeline")].source
-    assert lessons.warm_prefix(lesson.id, changed) == frozenset()
-    before = lessons.solution_notebook(lesson)
+    assert handout.warm_prefix(lesson.id, changed) == frozenset()
+    before = handout.solution_notebook(lesson)
     before.cells.insert(0, nbformat.v4.new_code_cell("SEED = 1"))
-    assert lessons.warm_prefix(lesson.id, before) == frozenset()
+    assert handout.warm_prefix(lesson.id, before) == frozenset()
 
 
 def test_warm_cells_must_be_the_leading_silent_given_cells(monkeypatch):
@@ -178,15 +178,15 @@ def test_warm_cells_must_be_the_leading_silent_given_cells(monkeypatch):
     def check(cells, scaffold=None):
         monkeypatch.setattr(lessons, "get", lambda _id: dataclasses.replace(lesson, warm_cells=cells))
         if scaffold is not None:
-            monkeypatch.setattr(lessons, "scaffold", lambda _lesson: scaffold)
-        return lessons.warm_sources.__wrapped__(lesson.id)
+            monkeypatch.setattr(handout, "scaffold", lambda _lesson: scaffold)
+        return handout.warm_sources.__wrapped__(lesson.id)
 
     assert len(check(("given-source", "given-pipeline"))) == 2
     with pytest.raises(LessonError, match="not the scaffold's first code cells"):
         check(("given-pipeline",))
     with pytest.raises(LessonError, match="not a given cell"):
         check(("given-source", "given-pipeline", "given-serving", "answer-sweep"))
-    shows = lessons.scaffold(lesson)
+    shows = handout.scaffold(lesson)
     shows.cells[_code_index(shows, "given-source")].source += "\nSEED\n"
     with pytest.raises(LessonError, match="ends in an expression"):
         check(("given-source",), shows)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from grader import lessons, probe, run, sections as protocol, wire
+from grader import lessons, probe, sections as protocol, wire
 
 
 def _plan():

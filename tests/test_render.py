@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from conftest import FAST, SEED, write
-from grader import batch, grading, lessons, portfolio, render
+from grader import batch, grading, handout, lessons, portfolio, render
 
 GOLDENS = Path(__file__).parent / "goldens"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -108,7 +108,7 @@ def _tags(html: str) -> _Tags:
 
 @pytest.mark.kernel
 def test_student_html_is_rendered_as_text_everywhere(tmp_path):
-    notebook = lessons.solution_notebook(lessons.get("inference-capacity"))
+    notebook = handout.solution_notebook(lessons.get("inference-capacity"))
     for cell in notebook.cells:
         if cell.cell_type == "markdown" and "explanation" in cell.metadata.get("tags", []):
             cell.source = "My explanation " + HOSTILE_TEXT

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from conftest import FAST, SEED, patched_solution, statuses, write
-from grader import grading, lessons, record, sandbox, zygote
+from grader import devices, grading, handout, leftovers, lessons, record, sandbox, zygote
 from grader.errors import SandboxUnavailable
 
 LESSON = "inference-capacity"
@@ -313,7 +313,7 @@ def test_homes_of_dead_zygotes_are_swept_and_live_ones_kept(tmp_path):
     live = tmp_path / f"zygote-{os.getpid()}-def456"
     for home in (dead, live):
         (home / "code").mkdir(parents=True)
-    sandbox.sweep_stale(tmp_path)
+    leftovers.sweep_stale(tmp_path)
     assert not dead.exists() and live.is_dir()
 
 
@@ -397,14 +397,14 @@ def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, 
 
     assert filled_cache and any(Path(filled_cache).iterdir())
     before = sorted(p.name for p in Path(filled_cache).iterdir())
-    given = lessons.given_cells_in_order(LESSON)
+    given = handout.given_cells_in_order(LESSON)
     probe = (
         "import os, jax.monitoring\n"
         "events = []\n"
         "jax.monitoring.register_event_listener(lambda event, **kw: events.append(event))\n"
         "infer(np.zeros((13, 64), np.float32)).block_until_ready()\n"
         "print('hit' if '/jax/compilation_cache/cache_hits' in events else 'miss')\n"
-        f"folder = {sandbox.COMPILE_CACHE_TARGET!r}\n"
+        f"folder = {devices.COMPILE_CACHE_TARGET!r}\n"
         "for attempt in ('open(folder + \"/planted-cache\", \"wb\")', 'os.remove(folder + \"/\" + os.listdir(folder)[0])',\n"
         "                'os.chmod(folder, 0o777)'):\n"
         "    try:\n"
@@ -448,7 +448,7 @@ def _last_output(notebook) -> str:
 def test_a_kernel_started_from_the_warm_cells_shares_their_globals(tmp_path):
     """The zygote ran the lesson's leading given cells; the kernel's globals are the namespace they defined their
     functions in, so a student who rebinds a global changes what the given code does, as in a kernel that ran them."""
-    notebook = lessons.solution_notebook(lessons.get("inference-scaling"))
+    notebook = handout.solution_notebook(lessons.get("inference-scaling"))
     notebook.cells.append(nbformat.v4.new_code_cell(
         "THRESHOLD = 10**9\nprint(process_group.__code__.co_filename, label({'m3': 100}), In[2][:11], _i3[:10])"))
     result, executed = _scaling(tmp_path, "rebinds", notebook)
@@ -458,7 +458,7 @@ def test_a_kernel_started_from_the_warm_cells_shares_their_globals(tmp_path):
 
 
 def test_a_notebook_that_changed_a_warm_cell_runs_them_all_itself(tmp_path):
-    notebook = lessons.solution_notebook(lessons.get("inference-scaling"))
+    notebook = handout.solution_notebook(lessons.get("inference-scaling"))
     pipeline = next(c for c in notebook.cells if c.get("id") == "given-pipeline")
     pipeline.source += "\n# read twice\n"
     notebook.cells.append(nbformat.v4.new_code_cell("print(process_group.__code__.co_filename.startswith('/tmp/'))"))

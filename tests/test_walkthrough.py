@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from grader import escape, figure, grading, judge, lessons, platforms, record, render, sandbox
+from grader import escape, figure, grading, handout, judge, lessons, platforms, record, render, sandbox, staff_code
 from grader.errors import GraderError, LessonError, SandboxUnavailable
 from grader.judge import CaseVerdict
 from grader.limits import Limits
@@ -27,7 +26,7 @@ HERE = Path(__file__).parent
 # ---- open-loop evidence (lesson dynamic-batching's `live_records`) ----
 
 def _open_loop():
-    return lessons.properties("dynamic-batching")["live_records"].__globals__["open_loop"]
+    return staff_code.properties("dynamic-batching")["live_records"].__globals__["open_loop"]
 
 
 def _records(sent_after_reply: bool, count: int = 30):
@@ -266,7 +265,7 @@ def test_a_refused_batch_leaves_no_folder_behind(tmp_path, monkeypatch):
 
 
 def test_a_notebook_of_an_older_release_is_told_so():
-    notebook = lessons.scaffold(lessons.get("dynamic-batching"))
+    notebook = handout.scaffold(lessons.get("dynamic-batching"))
     assert lessons.released_version(notebook) == 2
     notebook.metadata["grader"]["version"] = 1
     assert lessons.released_version(notebook) == 1

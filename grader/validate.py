@@ -1,0 +1,57 @@
+"""`grader validate`: a lesson is sound when its reference earns full marks, its bare scaffold none, and every
+figure the lesson states agrees with the reference."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from grader import handout, judge, lessons, matching, staff_code
+from grader.grading import Options, grade
+from grader.record import GradeResult
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The outcome of `grader validate`."""
+
+    lesson: str
+    """Lesson id."""
+    reference: GradeResult
+    """Grade of the completed solution notebook (hidden cases included)."""
+    scaffold: GradeResult
+    """Grade of the bare student notebook."""
+    problems: tuple[str, ...]
+    """Everything that makes the lesson unsound; empty when it is sound."""
+
+
+def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None) -> Validation:
+    """Prove a lesson sound: reference full marks, scaffold zero, stated figures agree with the reference."""
+    lesson = lessons.get(lesson_id)
+    problems = []
+    reference = staff_code.reference(lesson.id)
+    for ex in lesson.exercises:
+        for case in ex.cases:
+            if not case.has_expect:
+                continue
+            want = matching.plain(case.expect)
+            got = judge.expectation(lessons.Case(**{**case.__dict__, "expect": None, "has_expect": False}), reference)
+            mismatch = matching.compare(got["value"], want, case)
+            if mismatch:
+                problems.append(f"{ex.id}: the reference disagrees with the lesson's figure for {case.label()}: {mismatch.public()}")
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        solution = Path(tmp) / "reference.ipynb"
+        nbformat.write(handout.solution_notebook(lesson), str(solution))
+        scaffold_path = handout.release(lesson.id, tmp)
+        ref = grade(solution, lesson.id, options)
+        bare = grade(scaffold_path, lesson.id, options)
+    for e in ref.exercises:
+        if e["status"] != "passed":
+            problems.append(f"reference fails {e['id']}: {'; '.join(e['messages'][:2])}")
+    for e in bare.exercises:
+        if e["status"] == "passed":
+            problems.append(f"the bare scaffold passes {e['id']}: its checks cannot tell an empty answer from a right one")
+    return Validation(lesson.id, ref, bare, tuple(problems))

@@ -1,0 +1,32 @@
+"""host.py: the machine's facts, each read from /proc in one place and checked against an independent source."""
+
+from __future__ import annotations
+
+import os
+
+from grader import host
+
+
+def test_total_memory_agrees_with_sysconf():
+    expected = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")  # the kernel's totalram, another way
+    assert abs(host.memory_bytes("MemTotal") - expected) <= 4096
+    assert host.memory_bytes("NoSuchField") is None
+
+
+def test_cpu_times_have_one_row_per_core_and_use_is_their_share():
+    rows = host.cpu_times()
+    assert len(rows) == os.cpu_count() and all(0 <= busy <= total for busy, total in rows)
+    # a core busy for 50 of 100 jiffies, one idle for 40, one whose counters did not move
+    assert host.cpu_use([[10, 100], [5, 50], [7, 7]], [[60, 200], [5, 90], [7, 7]]) == [0.5, 0.0, 0.0]
+
+
+def test_absent_proc_files_read_as_nothing():
+    assert host.proc_fields("no-such-file") == {}
+
+
+def test_facts_name_the_installed_versions():
+    from importlib import metadata
+
+    facts = host.facts(host.Path("/nonexistent"))
+    assert facts["numpy"] == metadata.version("numpy") and facts["grader_commit"] is None
+    assert facts["cpu_count"] == os.cpu_count()

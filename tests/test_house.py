@@ -1,0 +1,142 @@
+"""The house rules, read from the source with `ast`: short functions, small modules, public upstream hooks only.
+
+Each rule is a function of a source text, so the tests below also show that a
+planted breach is caught. Run `python tests/test_house.py` to list every breach.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "grader"
+MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 400
+UPSTREAM = ("nbclient", "jupyter_client")
+ADAPTER = "upstream.py"
+"""The one module allowed to override upstream's private names (its docstring says why)."""
+
+
+def long_functions(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                found.append(f"{node.name} has {lines} lines")
+    return found
+
+
+def module_too_long(source: str) -> str | None:
+    lines = len(source.splitlines())
+    return f"{lines} lines" if lines > MAX_MODULE_LINES else None
+
+
+def upstream_private_uses(source: str) -> list[str]:
+    """Classes deriving from an nbclient or jupyter_client class that define a `_name` (not dunder), and any
+    `x._name` read or written on such an object, or imported from upstream."""
+    tree = ast.parse(source)
+    upstream_names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in UPSTREAM:
+            upstream_names |= {alias.asname or alias.name for alias in node.names}
+            found = [alias.name for alias in node.names if _private(alias.name)]
+            if found:
+                return [f"imports {', '.join(found)} from {node.module}"]
+    modules = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in upstream_names for b in node.bases):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _private(item.name) \
+                        and _upstream_attr(item.name):
+                    found.append(f"{node.name} overrides {item.name}")
+        if isinstance(node, ast.Attribute) and _private(node.attr) and _upstream_attr(node.attr) \
+                and not (isinstance(node.value, ast.Name) and node.value.id in modules):  # os._exit is not upstream's
+            found.append(f"touches .{node.attr}")
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+_UPSTREAM_PRIVATE: set[str] = set()
+
+
+def _upstream_attr(name: str) -> bool:
+    """Whether nbclient's or jupyter_client's own classes define this private name."""
+    if not _UPSTREAM_PRIVATE:
+        import jupyter_client
+        import nbclient
+
+        for package in (nbclient, jupyter_client):
+            for path in Path(package.__file__).parent.rglob("*.py"):
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _private(node.name):
+                        _UPSTREAM_PRIVATE.add(node.name)
+                    elif isinstance(node, ast.Attribute) and _private(node.attr) and \
+                            isinstance(node.value, ast.Name) and node.value.id == "self":
+                        _UPSTREAM_PRIVATE.add(node.attr)
+    return name in _UPSTREAM_PRIVATE
+
+
+def breaches() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        name = path.relative_to(PACKAGE)
+        found += [f"grader/{name}: {what}" for what in long_functions(source)]
+        if module_too_long(source):
+            found.append(f"grader/{name}: {module_too_long(source)}")
+        if path.name != ADAPTER:
+            found += [f"grader/{name}: {what}" for what in upstream_private_uses(source)]
+    return found
+
+
+def test_the_package_keeps_the_house_rules():
+    assert breaches() == []
+
+
+def test_a_long_function_is_caught():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert long_functions(f"def f():\n{body}\n") == [f"f has {MAX_FUNCTION_LINES + 1} lines"]
+    assert long_functions("def f():\n    return 1\n") == []
+
+
+def test_a_long_module_is_caught():
+    assert module_too_long("x = 1\n" * (MAX_MODULE_LINES + 1)) == f"{MAX_MODULE_LINES + 1} lines"
+    assert module_too_long("x = 1\n" * MAX_MODULE_LINES) is None
+
+
+def test_a_private_upstream_override_is_caught():
+    planted = ("from nbclient import NotebookClient\n"
+               "class C(NotebookClient):\n"
+               "    async def _check_raise_for_error(self, cell, index, reply):\n"
+               "        pass\n"
+               "    def on_cell(self):\n"
+               "        self.km._kernel_spec = 1\n")
+    assert upstream_private_uses(planted) == ["C overrides _check_raise_for_error", "touches ._kernel_spec"]
+    assert upstream_private_uses("from grader.sandbox import SandboxKernelManager\n") == []
+    assert upstream_private_uses("from jupyter_client.manager import _ShutdownStatus\n") == [
+        "imports _ShutdownStatus from jupyter_client.manager"]
+    public = ("import os\nfrom nbclient import NotebookClient\nclass C(NotebookClient):\n"
+              "    def _mine(self):\n        self._own = 1\n        os._exit(0)\n")
+    assert upstream_private_uses(public) == []  # a private name of our own is ours to keep
+
+
+def test_the_cli_imports_no_kernel_machinery_until_a_command_runs_a_kernel():
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import grader.cli"], capture_output=True,
+                          text=True, timeout=60)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert done.returncode == 0 and "grader" in imported
+    assert not imported & {"jupyter_client", "nbclient", "zmq", "ipykernel"}, imported & {"jupyter_client", "nbclient"}
+
+
+if __name__ == "__main__":
+    print("\n".join(breaches()) or "no breaches")
+    sys.exit(1 if breaches() else 0)
