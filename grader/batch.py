@@ -86,7 +86,7 @@ def default_jobs(device: str = "cpu") -> int:
     every round trip between them: with one job per core the cores sat 15-24 %
     idle (vmstat during a batch on 2 cores); with one per core plus one, 6-8 %;
     two per core graded the bench's 40 submissions 5-9 % faster again. Kernels
-    already run single-threaded (XLA and BLAS; sandbox.kernel_env), so more jobs
+    already run single-threaded (XLA and BLAS; kernel_command.kernel_env), so more jobs
     do not oversubscribe the cores with threads.
     """
     cores = os.cpu_count() or 1

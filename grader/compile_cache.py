@@ -28,7 +28,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from grader import files, handout, host, kernel_command, lessons, sandbox
+from grader import devices, files, handout, host, kernel_command, lessons
 
 FILL_TIMEOUT = 300.0
 """Seconds the filling process may take."""
@@ -68,7 +68,7 @@ def _version(name: str) -> str:
 def folder_for(lesson_id: str, device: str) -> Path:
     """The cache folder this lesson, device and machine would use (it may not exist yet)."""
     lesson = lessons.get(lesson_id)
-    env = sandbox.kernel_env(Path("/tmp"), sandbox.KernelStart(device=device))
+    env = kernel_command.kernel_env(Path("/tmp"), devices.KernelStart(device=device))
     facts = {"cells": handout.given_cells_in_order(lesson_id), "warmup": lesson.compile_warmup,
              "jax": _version("jax"), "jaxlib": _version("jaxlib"), "python": sys.version, "machine": platform.machine(),
              "processor": host.cpu_flags(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
@@ -99,11 +99,11 @@ def ensure(lesson_id: str, device: str) -> str:
         cache.mkdir()
         program = work / "cells.json"
         program.write_text(json.dumps([handout.given_cells_in_order(lesson_id), lesson.compile_warmup]))
-        env = dict(sandbox.kernel_env(work, sandbox.KernelStart(device=device)),
+        env = dict(kernel_command.kernel_env(work, devices.KernelStart(device=device)),
                    **kernel_command.compile_cache_env(str(cache), writer=True))
         env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
         try:
-            done = subprocess.run([sandbox.python(), "-c", _FILL, str(program)], cwd=work, env=env,
+            done = subprocess.run([kernel_command.python(), "-c", _FILL, str(program)], cwd=work, env=env,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   timeout=FILL_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired):

@@ -20,7 +20,7 @@ from typing import Any
 
 import nbformat
 
-from grader import run, sandbox
+from grader import devices, isolation, run, sandbox
 from grader.limits import Limits
 
 BACKENDS = {"gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",), "cpu": ("cpu",)}
@@ -75,7 +75,7 @@ def used(found: DeviceCheck) -> str:
 _DONE: dict[tuple[Any, ...], DeviceCheck] = {}
 
 
-def check(device: str, report: sandbox.SandboxReport, limits: Limits) -> DeviceCheck:
+def check(device: str, report: isolation.SandboxReport, limits: Limits) -> DeviceCheck:
     """Start a kernel for `device` as a grade would, and see what JAX does there (once per process, sandbox and
     limits: a batch checks in its parent, before its workers fork)."""
     key = (device, report.mode, report.rootless, tuple(sorted(report.budgets.items())), limits)
@@ -84,12 +84,12 @@ def check(device: str, report: sandbox.SandboxReport, limits: Limits) -> DeviceC
     return _DONE[key]
 
 
-def _check(device: str, report: sandbox.SandboxReport, limits: Limits) -> DeviceCheck:
+def _check(device: str, report: isolation.SandboxReport, limits: Limits) -> DeviceCheck:
     mark = f"grader-device-{secrets.token_hex(8)}:"
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(_CELL.replace("MARK", json.dumps(mark)))])
     roomy = replace(limits, cell_timeout=SECONDS, probe_timeout=SECONDS, notebook_timeout=SECONDS * 2,
                     startup_timeout=max(limits.startup_timeout, 60), cell_timeouts=())
-    start = sandbox.KernelStart(device=device)
+    start = devices.KernelStart(device=device)
     try:
         done = run.execute(notebook, [], roomy, lambda: sandbox.kernel_manager(report, roomy, start))
     except Exception as err:  # noqa: BLE001 - a kernel that cannot start is the answer, not a crash

@@ -14,8 +14,8 @@ from typing import Any
 
 import nbformat
 
-from grader import (compile_cache, device_check, devices, handout, host, judge, leftovers, lessons, load, probe, render,
-                    run, sandbox, staff_code, warm_start, wire, zygote)
+from grader import (compile_cache, device_check, devices, handout, host, isolation, judge, leftovers, lessons, load,
+                    probe, render, run, sandbox, staff_code, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
@@ -165,8 +165,8 @@ class _Ran:
     """One submission's run, and how it was isolated."""
 
     executed: run.Executed
-    report: sandbox.SandboxReport
-    start: sandbox.KernelStart
+    report: isolation.SandboxReport
+    start: devices.KernelStart
     device: str
     checked: device_check.DeviceCheck | None
     fell_back: str
@@ -232,7 +232,7 @@ def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.
     if report.kernel_as == "root" and options.sandbox != "none":
         raise SandboxUnavailable(f"refusing to run student code as root: {report.missing_reason}")
     device, checked, fell_back = resolve_device(options, report)
-    start = sandbox.KernelStart(hash_seed, device, lesson.warm_imports,
+    start = devices.KernelStart(hash_seed, device, lesson.warm_imports,
                                 compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "",
                                 handout.warm_sources(lesson.id))
     leftovers.sweep_stale()
@@ -306,7 +306,7 @@ def _environment(options: Options, ran: _Ran) -> tuple[dict[str, Any], dict[str,
     return env, reported
 
 
-def resolve_device(options: Options, report: sandbox.SandboxReport) -> tuple[str, device_check.DeviceCheck | None, str]:
+def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[str, device_check.DeviceCheck | None, str]:
     """(the device the kernels use, the check that saw it work, why it fell back to the CPU or "").
 
     The CPU needs no check. Any other device must be on the host and work in a sandboxed kernel (device_check);
@@ -343,7 +343,7 @@ def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dic
     return {k: round(v, 3) for k, v in phases.items()}
 
 
-def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start: sandbox.KernelStart) -> frozenset[int]:
+def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start: devices.KernelStart) -> frozenset[int]:
     """The notebook's leading cells that the zygote's one run of the lesson's warm cells stands for (none when
     the notebook changed them, or the zygote could not run them)."""
     prefix = handout.warm_prefix(lesson.id, notebook)

@@ -9,7 +9,7 @@ template every grade starts its kernel by itself.
 
 from __future__ import annotations
 
-from grader import compile_cache, handout, lessons, sandbox, zygote
+from grader import compile_cache, devices, handout, lessons, sandbox, zygote
 from grader.errors import GraderError
 from grader.options import Options
 
@@ -26,7 +26,7 @@ def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
         if sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode != "bwrap":
             return None
         device = "cpu"
-        start = sandbox.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports,
+        start = devices.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports,
                                     compile_cache.ensure(lesson_id, device), handout.warm_sources(lesson_id))
     except GraderError:  # each grade then says why
         return None

@@ -29,7 +29,7 @@ from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
-from grader import devices, kernel_command, sandbox
+from grader import devices, isolation, kernel_command, sandbox
 from grader.errors import SandboxUnavailable
 from grader.limits import Limits
 
@@ -96,8 +96,8 @@ class Zygote:
     forked later inherits the handle and watches the zygote through a pidfd.
     """
 
-    def __init__(self, limits: Limits, wait: bool = True, start: sandbox.KernelStart | None = None) -> None:
-        root = sandbox.run_root()
+    def __init__(self, limits: Limits, wait: bool = True, start: devices.KernelStart | None = None) -> None:
+        root = isolation.run_root()
         for folder in (root, root / "run", root / "scratch"):
             folder.mkdir(mode=0o755, exist_ok=True)
             folder.chmod(0o755)
@@ -108,9 +108,9 @@ class Zygote:
         shutil.copy(SCRIPT, self.home / "code" / SCRIPT.name)
         self.socket_path = self.home / "z.sock"
         self.rootless = os.geteuid() != 0
-        self.start = start or sandbox.KernelStart()  # fixed when its interpreter starts: every kernel it forks has it
+        self.start = start or devices.KernelStart()  # fixed when its interpreter starts: every kernel it forks has it
         argv = kernel_command.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
-            sandbox.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path),
+            kernel_command.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path),
             json.dumps(list(self.start.warm_imports)), json.dumps(list(self.start.warm_cells))]
         # A session of its own: no kernel forked from it can reach the grader's terminal.
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -171,20 +171,20 @@ class Zygote:
 _ZYGOTE: Zygote | None = None
 
 
-def shared(limits: Limits, start: sandbox.KernelStart | None = None) -> Zygote:
+def shared(limits: Limits, start: devices.KernelStart | None = None) -> Zygote:
     """This process's zygote (inherited from the process that forked it, if any), started on
     first use and restarted if it died or was started with other settings (hash seed, device)."""
     return start_shared(limits, start).wait_ready()
 
 
-def start_shared(limits: Limits, start: sandbox.KernelStart | None = None) -> Zygote:
+def start_shared(limits: Limits, start: devices.KernelStart | None = None) -> Zygote:
     """Start this process's zygote in the background, for processes forked later to share.
 
     Call `shared` (or `Zygote.wait_ready`) before forking them: a handle that
     has not read the zygote's "ready" line cannot be shared.
     """
     global _ZYGOTE
-    start = start or sandbox.KernelStart()
+    start = start or devices.KernelStart()
     if _ZYGOTE is None or not _ZYGOTE.alive() or _ZYGOTE.start != start:
         if _ZYGOTE is not None:
             _ZYGOTE.stop()
@@ -225,7 +225,7 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
 
 def request_for(km: Any, limits: Limits) -> dict[str, Any]:
     """What the zygote needs to start one kernel (no secrets: the key stays in the connection file)."""
-    env = sandbox.kernel_env(km.scratch, km.start)
+    env = kernel_command.kernel_env(km.scratch, km.start)
     env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
     prefixes = {str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}
     report = km.report
@@ -237,7 +237,7 @@ def request_for(km: Any, limits: Limits) -> dict[str, Any]:
                                        memory_rlimit=devices.memory_rlimit(km.start.device))}
 
 
-def kernel_manager(report: sandbox.SandboxReport, limits: Limits, start: sandbox.KernelStart | None = None,
+def kernel_manager(report: isolation.SandboxReport, limits: Limits, start: devices.KernelStart | None = None,
                    warm_cells: bool = False) -> Any:
     """A single-use kernel manager whose kernel is forked by this process's zygote; with `warm_cells`, the kernel
     starts in the namespace of the zygote's run of the lesson's warm cells (only if that run succeeded)."""

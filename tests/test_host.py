@@ -30,3 +30,14 @@ def test_facts_name_the_installed_versions():
     facts = host.facts(host.Path("/nonexistent"))
     assert facts["numpy"] == metadata.version("numpy") and facts["grader_commit"] is None
     assert facts["cpu_count"] == os.cpu_count()
+
+
+def test_this_process_umask_is_read_from_its_status():
+    current = os.umask(0o027)  # set a distinctive one, then read it back through /proc
+    try:
+        assert int(host.proc_fields("self/status")["Umask"], 8) == 0o027
+        from grader import files
+
+        assert files.umask() == 0o027
+    finally:
+        os.umask(current)
