@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from grader.matching import plain
+from grader.evidence import Evidence
 
 
 def _reports(value: Any, fields: dict[str, str]) -> list[dict[str, Any]]:
     """Rows of a measured timing list; `fields` (the lesson's `[figure.timing_fields]`) names the batch size,
     p50, p95 and samples keys of each row."""
-    data = plain(value)
+    data = value
     if not isinstance(data, list):
         return []
     batch, p50, p95, samples_key = (fields.get(k, "") for k in ("batch", "p50", "p95", "samples"))
@@ -45,24 +45,23 @@ def _reports(value: Any, fields: dict[str, str]) -> list[dict[str, Any]]:
 
 def _series(value: Any) -> np.ndarray | None:
     try:
-        array = np.asarray(plain(value), dtype=float).ravel()
+        array = np.asarray(value, dtype=float).ravel()
     except (TypeError, ValueError, OverflowError):
         return None
     return array if array.size and np.all(np.isfinite(array)) else None
 
 
-def _answer_lines(result: dict[str, Any], panel: dict[str, Any]) -> tuple[list[float], dict[str, list[float]]]:
+def _answer_lines(seen: Evidence, panel: dict[str, Any]) -> tuple[list[float], dict[str, list[float]]]:
     """x (the first argument) and each named field of one exercise's public answers, rows that are numbers only."""
     kind = "measured" if panel.get("measured") else "simulated"
-    answers = ((result.get(kind) or {}).get("answers") or {}).get(panel.get("exercise", ""), [])
     xs: list[float] = []
     ys: dict[str, list[float]] = {field: [] for field in panel.get("y", [])}
-    for answer in answers:
-        value = plain(answer.get("value")) if "value" in answer else None
-        if answer.get("name") != panel.get("name") or not isinstance(value, dict) or not answer.get("args"):
+    for answer in seen.answers.get(kind, {}).get(panel.get("exercise", ""), ()):
+        value = answer.value
+        if answer.name != panel.get("name") or not isinstance(value, dict) or not answer.args:
             continue
         try:
-            row = [float(np.asarray(plain(answer["args"][0]), dtype=float))]
+            row = [float(np.asarray(answer.args[0], dtype=float))]
             row += [float(np.asarray(value[field], dtype=float)) for field in ys]
         except (KeyError, TypeError, ValueError, OverflowError):
             continue
@@ -77,7 +76,7 @@ PERCENTILES = (50, 95, 99)
 SIDES = ("measured", "simulated")
 
 
-def comparison(result: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
+def comparison(seen: Evidence, spec: dict[str, Any]) -> dict[str, Any] | None:
     """Percentiles and counts of the compared distributions, side by side; None when the lesson compares nothing
     or this run gave neither side. Each side: {component: {"p50", "p95", "p99", "count"} or None}."""
     compare = spec.get("compare") or {}
@@ -85,12 +84,12 @@ def comparison(result: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] |
         return None
     sides: dict[str, dict[str, Any]] = {}
     for side in SIDES:
-        data = plain(((result.get(side) or {}).get("values") or {}).get(compare.get(side, "")))
+        data = seen.value(side, compare.get(side, ""))
         sides[side] = {component: _percentiles(data.get(component)) if isinstance(data, dict) else None
                        for component in compare.get("components", [])}
     if not any(stats for side in sides.values() for stats in side.values()):
         return None
-    context = plain(((result.get("measured") or {}).get("values") or {}).get(compare.get("context", "")))
+    context = seen.value("measured", compare.get("context", ""))
     return {"components": list(compare.get("components", [])), "sides": sides,
             "context": context if isinstance(context, dict) else {}, "title": str(compare.get("title", "")),
             "labels": {side: str(compare.get(f"{side}_label", side)) for side in SIDES}}
@@ -321,16 +320,15 @@ def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> P
                  keys=tuple(keys), key_columns=2)
 
 
-def layout(result: dict[str, Any], spec: dict[str, Any]) -> Figure | None:
-    """The lesson's figure for this result, laid out in pixels; None when this run produced no data for it."""
+def layout(seen: Evidence, spec: dict[str, Any]) -> Figure | None:
+    """The lesson's figure for one result's evidence, laid out in pixels; None when this run produced no data for it."""
     if not spec:
         return None
-    measured = (result.get("measured") or {}).get("values", {})
-    simulated = (result.get("simulated") or {}).get("values", {})
+    measured, simulated = seen.values.get("measured", {}), seen.values.get("simulated", {})
     reports = _reports(measured.get(spec.get("timings", "")), spec.get("timing_fields", {})) if spec.get("timings") else []
     scale_value = measured.get(spec.get("scale", ""))
     try:
-        scale = float(np.asarray(plain(scale_value), dtype=float)) if scale_value is not None else 1.0
+        scale = float(np.asarray(scale_value, dtype=float)) if scale_value is not None else 1.0
     except (TypeError, ValueError, OverflowError):
         scale = 1.0
     series = [(label, _series(simulated.get(name)))
@@ -355,14 +353,14 @@ def layout(result: dict[str, Any], spec: dict[str, Any]) -> Figure | None:
                                   spec.get("series_ylabel", "simulated"), scaled) if scaled else None)
         top += PANEL_HEIGHT if panels[-1] else 0
     for panel in spec.get("answers", []):
-        xs, ys = _answer_lines(result, panel)
+        xs, ys = _answer_lines(seen, panel)
         if len(xs) < 2:
             continue
         panels.append(_line_panel(top, panel.get("title", ""), panel.get("xlabel", "input"), panel.get("ylabel", ""),
                                   [(field, xs, values, "circle", False) for field, values in ys.items()],
                                   xlog=bool(panel.get("xlog"))))
         top += PANEL_HEIGHT if panels[-1] else 0
-    table = comparison(result, spec)
+    table = comparison(seen, spec)
     if table is not None:
         panels.append(_compare_panel(top, table, spec))
         top += PANEL_HEIGHT

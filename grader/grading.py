@@ -14,7 +14,7 @@ from typing import Any
 
 import nbformat
 
-from grader import (compile_cache, device_check, devices, handout, host, isolation, judge, leftovers, lessons, load,
+from grader import (answers, compile_cache, device_check, devices, expectations, handout, host, isolation, judge, leftovers, lessons, load,
                     probe, render, run, sandbox, staff_code, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options
@@ -131,24 +131,27 @@ def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: d
         found = probes[ex.id]
         if found.status != "ok":
             continue
-        answers = []
-        for case, result in zip(plan.cases, found.results):
+        shown = []
+        for case, answer in zip(plan.cases, found.results):
             if case.hidden:
                 continue
             entry = {"case": case.label().replace("`", ""), "name": case.name, "args": list(case.args), "kwargs": case.kwargs,
                      "columns": list(case.columns), "note": case.note}
-            entry.update({k: result[k] for k in ("value", "raised") if k in result})
-            answers.append(entry)
-        (measured if ex.kind == "measured" else simulated)[ex.id] = answers
+            if answer.has_value:
+                entry["value"] = answer.wire  # the record keeps the value as the wire carried it
+            elif answer.raised is not None:
+                entry["raised"] = answer.raised.to_wire()
+            shown.append(entry)
+        (measured if ex.kind == "measured" else simulated)[ex.id] = shown
     return measured, simulated
 
 
 def _values(lesson: lessons.Lesson, plan: probe.ExercisePlan, found: probe.Probe) -> dict[str, dict[str, Any]]:
     """Evidence values read after the run, split by kind; absent names are None."""
     values: dict[str, dict[str, Any]] = {"measured": {}, "simulated": {}}
-    results = found.results if found.status == "ok" else ({},) * len(plan.cases)
-    for case, result in zip(plan.cases, results):
-        values[lesson.evidence[case.name]][case.name] = result.get("value")
+    results = found.results if found.status == "ok" else (answers.NO_ANSWER,) * len(plan.cases)
+    for case, answer in zip(plan.cases, results):
+        values[lesson.evidence[case.name]][case.name] = answer.wire if answer.has_value else None
     return values
 
 
@@ -265,12 +268,12 @@ def _verdicts(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: d
     for ex, plan in zip(lesson.exercises, plans):
         found = probes[ex.id]
         cases = list(plan.cases)
-        expectations = [public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
-                        else judge.expectation(case, reference) for i, case in enumerate(cases)]
+        expects = [public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
+                        else expectations.expectation(case, reference) for i, case in enumerate(cases)]
         if found.status == "ok":
-            pairs = [judge.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expectations)]
-            cases, expectations = [c for c, _ in pairs], [e for _, e in pairs]
-        verdicts.append(judge.judge(ex, cases, found, expectations, executed.cells, submission.notebook, checks))
+            pairs = [expectations.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expects)]
+            cases, expects = [c for c, _ in pairs], [e for _, e in pairs]
+        verdicts.append(judge.judge(ex, cases, found, expects, executed.cells, submission.notebook, checks))
     return verdicts
 
 
@@ -328,11 +331,11 @@ def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[s
 
 
 @functools.lru_cache(maxsize=None)
-def _public_expectations(lesson_id: str) -> dict[tuple[str, int], dict[str, Any]]:
+def _public_expectations(lesson_id: str) -> dict[tuple[str, int], expectations.Expectation]:
     """The expectation of every public case, by (exercise, position): the same for every student, so a batch
     asks the reference once (in the parent, before its workers fork) instead of once per grade."""
     lesson, reference = lessons.get(lesson_id), staff_code.reference(lesson_id)
-    return {(ex.id, i): judge.expectation(case, reference) for ex in lesson.exercises for i, case in enumerate(ex.cases)}
+    return {(ex.id, i): expectations.expectation(case, reference) for ex in lesson.exercises for i, case in enumerate(ex.cases)}
 
 
 def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dict[str, float]:

@@ -13,13 +13,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-
-from grader import wire
-from grader.errors import GraderError, LessonError
-from grader.lessons import Case, Exercise
-from grader.probe import Probe
+from grader.answers import Answer
 from grader.cells import CellRun, cell_name, readable
-from grader.matching import compare, plain
+from grader.errors import GraderError, LessonError
+from grader.expectations import Accepts, Expectation, MustRaise, Property, Recompute, Refused, Value
+from grader.lessons import Case, Exercise
+from grader.matching import compare
+from grader.probe import Probe
 
 STATUSES = ("passed", "failed", "error", "missing", "timeout")
 
@@ -72,59 +72,6 @@ class ExerciseResult:
                           for c in self.cases]}
 
 
-def expectation(case: Case, reference: dict[str, Any] | None) -> dict[str, Any]:
-    """What a correct answer is: stated, a property, or the reference's answer on the same input."""
-    if case.recompute:
-        return {"recompute": case.recompute}  # answered in the kernel by the student's own functions
-    if case.kernel_names():
-        return {"pending": case.kernel_names()}  # asked again once the kernel says what those values were
-    if case.raises:
-        return {"raises": case.raises}
-    if case.property:
-        return {"property": case.property}
-    if case.accepts:
-        return {"accepts": True}
-    if case.has_expect:
-        return {"value": case.expect}
-    if reference is None:
-        return {"unavailable": True}
-    try:
-        value = _reference_answer(case, reference)
-    except Exception as exc:  # a reference that raises is a lesson bug: say so loudly
-        raise RuntimeError(f"reference failed on {case.label()}: {type(exc).__name__}: {exc}") from exc
-    return {"value": plain(wire.encode(value))}
-
-
-def _reference_answer(case: Case, reference: dict[str, Any]) -> Any:
-    target = reference[case.reference or case.name]
-    if case.mode == "value" and not case.reference:
-        return target
-    return target(*wire.decode(list(case.args)), **wire.decode(case.kwargs))
-
-
-def resolved(case: Case, result: dict[str, Any], expect: dict[str, Any],
-             reference: dict[str, Any] | None) -> tuple[Case, dict[str, Any]]:
-    """A case asked on the student's own values, now with those values as its arguments, and its expectation.
-
-    The reference is asked on exactly what the student's code was given. Where
-    the reference refuses those values, the student's data is at fault: a
-    ValueError means the contract wants one too; anything else fails the case.
-    """
-    if "pending" not in expect:
-        return case, expect
-    if "args" not in result:  # a missing name or a raise is judged as such; an answer without its inputs fails
-        return case, {"refused": "the answer came back without the values it was asked on"} if "value" in result \
-            else {"accepts": True}
-    case = dataclasses.replace(case, args=tuple(result["args"]), shown=case.label())
-    try:
-        return case, expectation(case, reference)
-    except RuntimeError as exc:  # the reference refused the student's values
-        cause = exc.__cause__
-        if isinstance(cause, ValueError):
-            return case, {"raises": "ValueError"}
-        return case, {"refused": f"{type(cause).__name__}: {str(cause)[:120]}"}
-
-
 def grouped(verdicts: list[CaseVerdict]) -> list[str]:
     """One line per distinct problem: the same problem on several cases is said once, with a count and an example."""
     groups: dict[str, list[CaseVerdict]] = {}
@@ -143,63 +90,62 @@ def grouped(verdicts: list[CaseVerdict]) -> list[str]:
     return lines
 
 
-def _case_verdict(case: Case, result: dict[str, Any], expect: dict[str, Any],
+def _case_verdict(case: Case, answer: Answer, expect: Expectation,
                   checks: dict[str, Callable[[Case, Any], list[str]]]) -> CaseVerdict:
     label = case.label()
     prefix = f"hidden case {label}" if case.hidden else label
-    if "missing" in result:
-        return CaseVerdict(label, case.hidden, "error", f"{prefix}: `{result['missing']}` is not defined")
-    raised = result.get("raised")
-    if "raises" in expect:
-        if raised and raised.get("value_error"):
+    if answer.missing is not None:
+        return CaseVerdict(label, case.hidden, "error", f"{prefix}: `{answer.missing}` is not defined")
+    raised = answer.raised
+    if isinstance(expect, MustRaise):
+        if raised and raised.value_error:
             return CaseVerdict(label, case.hidden, "passed")
         if raised:
             return CaseVerdict(label, case.hidden, "failed",
-                               f"{prefix}: raised {raised.get('type')}, but the contract requires ValueError (or a subclass)")
+                               f"{prefix}: raised {raised.type}, but the contract requires ValueError (or a subclass)")
         return CaseVerdict(label, case.hidden, "failed", f"{prefix}: returned normally; this input is invalid and must raise ValueError")
     if raised:
         return CaseVerdict(label, case.hidden, "error",
-                           f"{prefix}: raised {raised.get('type')}: {readable(str(raised.get('message', '')))}".rstrip(": "))
-    if "accepts" in expect:
+                           f"{prefix}: raised {raised.type}: {readable(raised.message)}".rstrip(": "))
+    if isinstance(expect, Accepts):
         return CaseVerdict(label, case.hidden, "passed")
-    if "recompute" in expect:
-        return _recomputed(case, result, expect["recompute"], prefix)
-    if "refused" in expect:
+    if isinstance(expect, Recompute):
+        return _recomputed(case, answer, expect.expression, prefix)
+    if isinstance(expect, Refused):
         return CaseVerdict(label, case.hidden, "failed",
-                           f"{prefix}: your own values it was asked on are not valid input ({expect['refused']})")
-    actual = plain(result.get("value"))
-    if "property" in expect:
-        check = checks.get(expect["property"])
+                           f"{prefix}: your own values it was asked on are not valid input ({expect.why})")
+    if isinstance(expect, Property):
+        check = checks.get(expect.name)
         if check is None:
-            raise LessonError(f"the lesson names an unknown consistency check '{expect['property']}'")
-        problems = check(case, actual)
+            raise LessonError(f"the lesson names an unknown consistency check '{expect.name}'")
+        problems = check(case, answer.value)
         if problems:
             return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + "; ".join(problems[:3]))
         return CaseVerdict(label, case.hidden, "passed")
-    if "unavailable" in expect:
+    if not isinstance(expect, Value):
         raise LessonError(f"no expectation for {label}")
-    problem = compare(actual, plain(expect["value"]), case)
+    problem = compare(answer.value, expect.value, case)
     if problem is None:
         return CaseVerdict(label, case.hidden, "passed")
     return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()))
 
 
-def _recomputed(case: Case, result: dict[str, Any], expression: str, prefix: str) -> CaseVerdict:
+def _recomputed(case: Case, answer: Answer, expression: str, prefix: str) -> CaseVerdict:
     """A value checked against the student's own functions: it must equal what `expression` gives in their kernel."""
     label = case.label()
-    own = result.get("own") if isinstance(result.get("own"), dict) else {}
-    if "value" not in own:
-        raised = (own.get("raised") or {}).get("type", "nothing")
+    own = answer.own
+    if own is None or own.raised is not None:
+        raised = own.raised.type if own and own.raised else "nothing"
         return CaseVerdict(label, case.hidden, "failed",
                            f"{prefix}: recomputing it from your own functions raised {raised} ({expression})")
-    problem = compare(plain(result.get("value")), plain(own["value"]), case)
+    problem = compare(answer.value, own.value, case)
     if problem is None:
         return CaseVerdict(label, case.hidden, "passed")
     return CaseVerdict(label, case.hidden, "failed",
                        f"{prefix}: is not what your own functions give ({expression}): {problem.public()}")
 
 
-def _unanswerable(cases: list[Case], results: tuple[dict[str, Any], ...], expectations: list[dict[str, Any]],
+def _unanswerable(cases: list[Case], answers: tuple[Answer, ...], expectations: list[Expectation],
                   cells: tuple[CellRun, ...], notebook: Any) -> dict[int, str]:
     """Value cases that no one could answer on this run, by index, with why.
 
@@ -212,15 +158,16 @@ def _unanswerable(cases: list[Case], results: tuple[dict[str, Any], ...], expect
     raise ValueError recomputing the value their cell raised it for.
     """
     excused = {}
-    for index, (case, result, expect) in enumerate(zip(cases, results, expectations)):
-        own_raised = ((result.get("own") or {}).get("raised") or {}).get("value_error") is True
-        no_answer = expect.get("raises") == "ValueError" or ("recompute" in expect and own_raised)
-        if case.mode != "value" or result.get("missing") != case.name or not no_answer:
+    for index, (case, answer, expect) in enumerate(zip(cases, answers, expectations)):
+        own_raised = bool(answer.own and answer.own.raised and answer.own.raised.value_error)
+        no_answer = (isinstance(expect, MustRaise) and expect.type == "ValueError") or (
+            isinstance(expect, Recompute) and own_raised)
+        if case.mode != "value" or answer.missing != case.name or not no_answer:
             continue
         raised = [c for c in cells if c.status == "error" and c.ename == "ValueError"
                   and case.name in notebook.cells[c.index].source]
         if raised:
-            whose = "your own functions raise" if "recompute" in expect else "the reference raises"
+            whose = "your own functions raise" if isinstance(expect, Recompute) else "the reference raises"
             excused[index] = (f"{case.label()}: not compared on this run: {whose} ValueError on those "
                               f"values of yours too, as {cell_name(notebook, raised[0].index)} did (regrade to compare it)")
     return excused
@@ -256,7 +203,7 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
     return "error", [f"{names} undefined after {cell_name(notebook, culprit.index)} raised {what}"]
 
 
-def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
+def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],
           cells: tuple[CellRun, ...], notebook: Any,
           checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
     """Judge one exercise from its probe and the expectations for its cases.
@@ -280,7 +227,7 @@ def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: lis
                               **counts)
 
 
-def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[dict[str, Any]],
+def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],
            cells: tuple[CellRun, ...], notebook: Any,
            checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
     excused = _unanswerable(cases, probe.results, expectations, cells, notebook) if probe.status == "ok" else {}

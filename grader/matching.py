@@ -1,8 +1,8 @@
 """Matching: a kernel's answer, decoded from the wire, set against an expected value within a lesson's tolerance.
 
-`plain` decodes wire data into Python and NumPy values (an answer that cannot
-be decoded stays `Opaque`); `compare` says how an answer differs from what was
-expected, in words a student can act on (`Mismatch`), or None when it matches.
+Both sides arrive decoded (answers.py): `compare` says how an answer differs
+from what was expected, in words a student can act on (`Mismatch`), or None
+when it matches; `show` renders a value short, for those words.
 """
 
 from __future__ import annotations
@@ -12,42 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from grader.answers import Opaque
 from grader.lessons import Case
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """An answer the probe could not turn into plain data."""
-
-    type_name: str
-
-
-def plain(data: Any) -> Any:
-    """Wire data from the kernel as Python values (arrays keep their kind)."""
-    if isinstance(data, list):
-        return [plain(item) for item in data]
-    if isinstance(data, dict):
-        if "__array__" in data:
-            kind = data.get("kind", "f")
-            dtype = bool if kind == "b" else float
-            try:
-                return np.asarray(data["__array__"], dtype=dtype)
-            except (TypeError, ValueError, OverflowError):
-                return Opaque("array")
-        if "__dict__" in data:
-            out = {}
-            for pair in data["__dict__"]:
-                key = plain(pair[0])
-                key = key.item() if isinstance(key, np.ndarray) and key.ndim == 0 else key
-                try:
-                    out[key] = plain(pair[1])
-                except TypeError:
-                    return Opaque("dict")
-            return out
-        if "__object__" in data:
-            return Opaque(str(data["__object__"]))
-        return {key: plain(value) for key, value in data.items()}
-    return data
 
 
 def show(value: Any, limit: int = 160) -> str:

@@ -5,7 +5,8 @@ each section has its own time limit, and is left out of a second attempt if it
 kills or hangs the kernel (sections.Sectioned). Its inputs travel as one JSON string
 literal decoded there, never as code; it only calls the names and prints, per
 exercise, one line: a per-grade nonce, the exercise and the plain-data answers.
-The grader parses that line, capped in size; nothing in the kernel judges anything.
+The grader parses that line, capped in size, checks it against ANSWER_SCHEMA and
+decodes it into typed answers (answers.Answer); nothing in the kernel judges anything.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import sections, shapes
+from grader.answers import Answer
 from grader.lessons import Case
 
 WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
@@ -155,10 +157,8 @@ class Probe:
     """`ok`, `timeout` (the probe ran past its limit), `died` (the kernel died in it), `skipped` or `unreadable`."""
     defined: dict[str, bool] = field(default_factory=dict)
     """Which needed names were defined."""
-    results: tuple[dict[str, Any], ...] = ()
-    """Per case: {"value": plain data} | {"raised": {...}} | {"missing": name}; with "args" (the student's own
-    values it was asked on) when the case passes kernel values (for a missing name, when those values exist), and
-    "own" ({"value"} or {"raised"}) when the case recomputes its value from the student's functions."""
+    results: tuple[Answer, ...] = ()
+    """Per case, its answer, decoded (answers.Answer)."""
     detail: str = ""
     """Why the probe is not `ok`."""
 
@@ -220,9 +220,12 @@ def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: 
     problem = answer_problem(data)
     if problem:
         return Probe(plan.exercise_id, "unreadable", detail=f"the probe's answer was not plain data ({problem})")
-    results = tuple(data["results"])
-    if len(results) != len(plan.cases):
+    if len(data["results"]) != len(plan.cases):
         return Probe(plan.exercise_id, "unreadable", detail="the probe's answer had the wrong number of results")
+    try:
+        results = tuple(Answer.from_wire(result) for result in data["results"])
+    except (TypeError, ValueError, OverflowError, RecursionError) as err:
+        return Probe(plan.exercise_id, "unreadable", detail=f"the probe's answer could not be decoded ({type(err).__name__})")
     return Probe(plan.exercise_id, "ok", defined=dict(data["defined"]), results=results)
 
 

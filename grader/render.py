@@ -16,7 +16,8 @@ import jinja2
 import markupsafe
 
 from grader import escape, figure, lessons
-from grader.matching import plain
+from grader.answers import Opaque
+from grader.evidence import Evidence, Shown
 from grader.errors import LessonError
 from grader.lessons import course_folder
 from grader.record import INTERNAL_ERROR
@@ -55,17 +56,15 @@ def _num(value: Any, digits: int = 4) -> str:
 
 
 def _plain_value(value: Any, limit: int = 300) -> str:
-    """Wire data as short readable text."""
+    """A decoded value (evidence.Evidence) as short readable text: arrays as lists, floats to 6 places."""
     def walk(v: Any) -> Any:
+        if hasattr(v, "tolist"):
+            return walk(v.tolist())
+        if isinstance(v, Opaque):
+            return f"<{v.type_name}>"
         if isinstance(v, dict):
-            if "__array__" in v:
-                return walk(v["__array__"])
-            if "__dict__" in v:
-                return {str(walk(k)): walk(x) for k, x in v["__dict__"]}
-            if "__object__" in v:
-                return f"<{v['__object__']}>"
-            return {k: walk(x) for k, x in v.items()}
-        if isinstance(v, list):
+            return {str(walk(k)): walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
             return [walk(x) for x in v]
         if isinstance(v, float):
             return round(v, 6)
@@ -115,48 +114,47 @@ def _table_of_dicts(rows: list[dict[str, Any]], lead: list[str] | None = None) -
             "rows": body, "samples": samples}
 
 
-def _answer_view(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _answer_view(answers: tuple[Shown, ...]) -> list[dict[str, Any]]:
     """Turn one exercise's public answers into tables and labelled values."""
     views: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
+    pending: list[Shown] = []
 
     def flush() -> None:
         if pending:
-            views.append(dict(_table_of_dicts([plain(a["value"]) for a in pending], [a["case"] for a in pending]),
-                              title=pending[0]["name"]))
+            views.append(dict(_table_of_dicts([a.value for a in pending], [a.case for a in pending]),
+                              title=pending[0].name))
             pending.clear()
 
     for a in answers:
-        value = plain(a["value"]) if "value" in a else None
+        value = a.value if a.has_value else None
         if isinstance(value, dict):
-            if pending and pending[0]["name"] != a["name"]:
+            if pending and pending[0].name != a.name:
                 flush()
             pending.append(a)
             continue
         flush()
-        if "raised" in a:
-            views.append({"kind": "value", "label": a["case"], "value": f"raised {a['raised'].get('type')}", "note": a.get("note", "")})
-        elif "value" not in a:
-            views.append({"kind": "value", "label": a["case"], "value": "not defined", "note": ""})
-        elif a.get("columns") and isinstance(value, list) and a.get("args"):
+        if a.raised:
+            views.append({"kind": "value", "label": a.case, "value": f"raised {a.raised}", "note": a.note})
+        elif not a.has_value:
+            views.append({"kind": "value", "label": a.case, "value": "not defined", "note": ""})
+        elif a.columns and isinstance(value, list) and a.args:
             views.append(_timeline(a, value))
         else:
-            views.append({"kind": "value", "label": a["case"], "value": _cell(value), "note": a.get("note", "")})
+            views.append({"kind": "value", "label": a.case, "value": _cell(value), "note": a.note})
     flush()
     return views
 
 
-def _timeline(answer: dict[str, Any], value: list[Any]) -> dict[str, Any]:
+def _timeline(answer: Shown, value: list[Any]) -> dict[str, Any]:
     import numpy as np
 
-    inputs = plain(answer["args"][0])
     try:
-        arrays = [np.asarray(inputs, dtype=float).ravel()] + [np.asarray(v, dtype=float).ravel() for v in value]
+        arrays = [np.asarray(answer.args[0], dtype=float).ravel()] + [np.asarray(v, dtype=float).ravel() for v in value]
     except (TypeError, ValueError):
-        return {"kind": "value", "label": answer["case"], "value": _cell(value), "note": ""}
+        return {"kind": "value", "label": answer.case, "value": _cell(value), "note": ""}
     length = min(len(a) for a in arrays)
     rows = [[_num(float(a[i]), 6) for a in arrays] for i in range(length)]
-    return {"kind": "table", "title": answer["case"], "columns": list(answer["columns"]), "rows": rows, "samples": []}
+    return {"kind": "table", "title": answer.case, "columns": list(answer.columns), "rows": rows, "samples": []}
 
 
 def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
@@ -166,10 +164,12 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
     (a number too large for a float, a ragged list) costs that section, with
     a line saying so, never the report.
     """
+    seen = Evidence.of({})
     try:
-        context = _values_context(result)
+        seen = Evidence.of(result)  # the student's values, decoded once for the tables and the figure
+        context = _values_context(seen)
     except Exception as err:  # noqa: BLE001 - student data only
-        context = {"measured_values": [], "simulated_views": {}, "simulated_values": [],
+        context = {"measured_values": [], "simulated_views": {}, "simulated_values": [], "measured_answers": {},
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
     context["figure"] = ""
     context["replay"] = replay_command(result)
@@ -193,26 +193,27 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
     context["simulated_values"] = [x for x in context["simulated_values"] if x["label"] not in shown_apart]
     if spec:
         try:
-            context["comparison"] = figure.comparison(result, spec)
+            context["comparison"] = figure.comparison(seen, spec)
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the comparison could not be computed from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
-        context["comparison_absent"] = comparison_absent(result, spec)
+        context["comparison_absent"] = comparison_absent(result, spec, seen)
         try:  # the Markdown report has no figure: drawing one for it would be wasted work
-            drawn = figure.layout(result, spec) if draw else None
+            drawn = figure.layout(seen, spec) if draw else None
             context["figure"] = environment().get_template("figure.svg.j2").render(f=drawn) if drawn else ""
         except Exception as err:  # noqa: BLE001 - student data only
             context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
     return context
 
 
-def comparison_absent(result: dict[str, Any], spec: dict[str, Any]) -> str:
+def comparison_absent(result: dict[str, Any], spec: dict[str, Any], seen: Evidence | None = None) -> str:
     """Why the lesson's measured-beside-simulated comparison is missing a side on this run ("" when it is whole):
     which values the notebook left undefined, and the verdicts that explain it."""
     compare = spec.get("compare") or {}
     if not compare or result.get("status") != "graded":
         return ""
-    lacking = [str(compare[side]) for side in figure.SIDES if compare.get(side) and not isinstance(
-        plain(((result.get(side) or {}).get("values") or {}).get(compare[side])), dict)]
+    seen = seen if seen is not None else Evidence.of(result)
+    lacking = [str(compare[side]) for side in figure.SIDES
+               if compare.get(side) and not isinstance(seen.value(side, str(compare[side])), dict)]
     if not lacking:
         return ""
     exercises = result.get("exercises") or []
@@ -238,21 +239,18 @@ def replay_command(result: dict[str, Any]) -> str:
                            result.get("lesson") or "", "--seed", result["seed"], "--hash-seed", result["hash_seed"]])
 
 
-def _values_context(result: dict[str, Any]) -> dict[str, Any]:
-    measured = result.get("measured") or {}
-    simulated = result.get("simulated") or {}
+def _values_context(seen: Evidence) -> dict[str, Any]:
     measured_values = []
-    for name, value in (measured.get("values") or {}).items():
-        data = plain(value) if value is not None else None
+    for name, data in seen.values["measured"].items():
         if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
             measured_values.append(dict(_table_of_dicts(data), title=name))
         else:
             measured_values.append({"kind": "value", "label": name, "value": _cell(data) if data is not None else "not defined", "note": ""})
-    simulated_views = {ex: _answer_view(answers) for ex, answers in (simulated.get("answers") or {}).items()}
+    simulated_views = {ex: _answer_view(answers) for ex, answers in seen.answers["simulated"].items()}
     simulated_values = [{"label": name, "value": _plain_value(value, 400) if value is not None else "not defined"}
-                        for name, value in (simulated.get("values") or {}).items()]
+                        for name, value in seen.values["simulated"].items()]
     return {"measured_values": measured_values, "simulated_views": simulated_views,
-            "simulated_values": simulated_values, "unshown": ""}
+            "simulated_values": simulated_values, "measured_answers": seen.answers["measured"], "unshown": ""}
 
 
 RECEIPT = (("CPU", "cpu_model"), ("cores", "cpu_count"), ("memory (bytes)", "memory_bytes"), ("OS", "os_release"),

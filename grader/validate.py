@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import handout, judge, lessons, matching, staff_code
+from grader import answers, expectations, handout, lessons, matching, staff_code
 from grader.grading import Options, grade
 from grader.record import GradeResult
 
@@ -37,9 +37,9 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
         for case in ex.cases:
             if not case.has_expect:
                 continue
-            want = matching.plain(case.expect)
-            got = judge.expectation(lessons.Case(**{**case.__dict__, "expect": None, "has_expect": False}), reference)
-            mismatch = matching.compare(got["value"], want, case)
+            want = answers.decode(case.expect)
+            got = expectations.expectation(lessons.Case(**{**case.__dict__, "expect": None, "has_expect": False}), reference)
+            mismatch = matching.compare(got.value, want, case)
             if mismatch:
                 problems.append(f"{ex.id}: the reference disagrees with the lesson's figure for {case.label()}: {mismatch.public()}")
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:

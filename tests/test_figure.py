@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from grader.evidence import Evidence
 from grader import figure, render
 
 SPEC = {"title": "T", "timings": "measurements", "series": ["stable"], "series_labels": ["stable <b>run</b>"],
@@ -14,8 +15,10 @@ SPEC = {"title": "T", "timings": "measurements", "series": ["stable"], "series_l
 
 
 def result(measurements, stable, service_ms=2.0):
-    return {"lesson": "x", "status": "graded", "measured": {"values": {"measurements": measurements, "service_ms": service_ms}},
-            "simulated": {"values": {"stable": stable}}}
+    """A result's evidence, as render reads it (decoded once from the result JSON)."""
+    return Evidence.of({"lesson": "x", "status": "graded",
+                        "measured": {"values": {"measurements": measurements, "service_ms": service_ms}},
+                        "simulated": {"values": {"stable": stable}}})
 
 
 def timings(*rows):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import judge, lessons, matching
+from grader import answers, expectations, judge, lessons, matching
+from grader.answers import Answer
+from grader.expectations import MustRaise, Pending, Property, Value
 from grader.lessons import Exercise
 from grader.probe import Probe
 from grader.cells import CellRun
@@ -66,9 +68,9 @@ def _exercise(*cases):
 
 
 def _judge(cases, results, cells=()):
-    probe = Probe("ex", "ok", {"f": True}, tuple(results))
-    expectations = [judge.expectation(c, {"f": lambda x: x * 2}) for c in cases]
-    return judge.judge(_exercise(*cases), list(cases), probe, expectations, cells, None, {})
+    probe = Probe("ex", "ok", {"f": True}, tuple(map(Answer.from_wire, results)))
+    expects = [expectations.expectation(c, {"f": lambda x: x * 2}) for c in cases]
+    return judge.judge(_exercise(*cases), list(cases), probe, expects, cells, None, {})
 
 
 def test_value_error_subclass_passes_and_other_types_fail():
@@ -91,15 +93,15 @@ def test_exception_on_a_valid_input_is_error_and_hidden_answers_use_the_referenc
 
 def test_undefined_names_missing_error_timeout():
     ex = _exercise(case(expect=2.0))
-    probe = Probe("ex", "ok", {"f": False}, ({"missing": "f"},))
+    probe = Probe("ex", "ok", {"f": False}, (Answer.from_wire({"missing": "f"}),))
     nb = type("NB", (), {"cells": [type("C", (), {"source": "def f(x): ..."})()]})()
-    clean = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}], (CellRun(0, "c", "ok"),), nb, {})
+    clean = judge.judge(ex, list(ex.cases), probe, [Value(2.0)], (CellRun(0, "c", "ok"),), nb, {})
     assert clean.status == "missing"
-    raised = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}],
+    raised = judge.judge(ex, list(ex.cases), probe, [Value(2.0)],
                          (CellRun(0, "c", "error", "NameError", "name 'g' is not defined"),), nb, {})
     assert raised.status == "error" and "NameError" in raised.messages[0]
     assert 'the cell starting "def f(x): ..."' in raised.messages[0]  # as the student sees it, not a grader index
-    hung = judge.judge(ex, list(ex.cases), probe, [{"value": 2.0}], (CellRun(0, "c", "timeout"),), nb, {})
+    hung = judge.judge(ex, list(ex.cases), probe, [Value(2.0)], (CellRun(0, "c", "timeout"),), nb, {})
     assert hung.status == "timeout"
 
 
@@ -107,24 +109,24 @@ def test_undefined_names_missing_error_timeout():
                                               ("skipped", "timeout")])
 def test_probe_failures_map_to_statuses(status, expected):
     ex = _exercise(case(expect=2.0))
-    result = judge.judge(ex, list(ex.cases), Probe("ex", status, detail="why"), [{"value": 2.0}], (), None, {})
+    result = judge.judge(ex, list(ex.cases), Probe("ex", status, detail="why"), [Value(2.0)], (), None, {})
     assert result.status == expected and result.score == 0.0
 
 
 def test_plain_keeps_dicts_and_array_kinds():
     data = {"__dict__": [["a", {"__array__": [1, 2], "shape": [2], "kind": "i"}], ["b", {"__array__": True, "shape": [], "kind": "b"}]]}
-    out = matching.plain(data)
-    assert out["a"].tolist() == [1.0, 2.0] and out["b"].dtype == bool
+    out = answers.decode(data)
+    assert out["a"].tolist() == [1, 2] and out["a"].dtype.kind == "i" and out["b"].dtype == bool
 
 
 def test_a_number_no_float_holds_is_that_exercises_failure_not_a_crash():
     ex = _exercise(case(expect=5.95))
-    probe = Probe("ex", "ok", {"f": True}, ({"value": 10**400},))
-    result = judge.judge(ex, list(ex.cases), probe, [{"value": 5.95}], (), None, {})
+    probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 10**400}),))
+    result = judge.judge(ex, list(ex.cases), probe, [Value(5.95)], (), None, {})
     assert result.status == "failed" and "expected 5.95" in result.messages[0]
     assert "too large for a float" in result.messages[0]
     assert matching.compare([10**400, 1.0], [1.0, 1.0], case()) is not None
-    assert isinstance(matching.plain({"__array__": [10**400], "shape": [1], "kind": "i"}), matching.Opaque)
+    assert isinstance(answers.decode({"__array__": [10**400], "shape": [1], "kind": "i"}), answers.Opaque)
 
 
 def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exercise():
@@ -133,8 +135,8 @@ def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exe
     def fragile(case, value):
         return [] if float(value) > 0 else ["not positive"]  # float(10**400) raises OverflowError
 
-    probe = Probe("ex", "ok", {"f": True}, ({"value": 10**400},))
-    result = judge.judge(ex, list(ex.cases), probe, [{"property": "fragile"}], (), None, {"fragile": fragile})
+    probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 10**400}),))
+    result = judge.judge(ex, list(ex.cases), probe, [Property("fragile")], (), None, {"fragile": fragile})
     assert result.status == "error" and result.score == 0.0
     assert "`ex`" in result.messages[0] and "OverflowError" in result.messages[0]
 
@@ -143,9 +145,9 @@ def test_a_lesson_naming_an_unknown_check_is_still_the_lessons_fault():
     from grader.errors import LessonError
 
     ex = _exercise(case(property="nowhere"))
-    probe = Probe("ex", "ok", {"f": True}, ({"value": 1.0},))
+    probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 1.0}),))
     with pytest.raises(LessonError, match="nowhere"):
-        judge.judge(ex, list(ex.cases), probe, [{"property": "nowhere"}], (), None, {})
+        judge.judge(ex, list(ex.cases), probe, [Property("nowhere")], (), None, {})
 
 
 def test_the_same_problem_on_many_cases_is_said_once_with_a_count():
@@ -184,16 +186,16 @@ def test_a_hidden_input_is_shown_in_a_form_that_pastes():
 
 def test_a_case_on_the_students_own_values_is_judged_on_exactly_those():
     own = lessons.case_from_spec({"call": "f", "args": [{"kernel": "x"}]}, hidden=True)
-    assert judge.expectation(own, {"f": lambda x: x * 2}) == {"pending": ("x",)}
+    assert expectations.expectation(own, {"f": lambda x: x * 2}) == Pending(("x",))
     reference = {"f": lambda x: x * 2 if x >= 0 else (_ for _ in ()).throw(ValueError("negative"))}
     # the reference is asked on the echoed value (3 -> 6), and the label keeps the student's name for it
-    case, expect = judge.resolved(own, {"args": [3.0], "value": 6.0}, {"pending": ("x",)}, reference)
-    assert expect == {"value": 6.0} and case.label() == "`f(x)`"
+    case, expect = expectations.resolved(own, Answer.from_wire({"args": [3.0], "value": 6.0}), Pending(("x",)), reference)
+    assert expect == Value(6.0) and case.label() == "`f(x)`"
     # a value the reference refuses with ValueError: the contract wants a ValueError from the student too
-    assert judge.resolved(own, {"args": [-1.0], "value": 0.0}, {"pending": ("x",)}, reference)[1] == {"raises": "ValueError"}
+    assert expectations.resolved(own, Answer.from_wire({"args": [-1.0], "value": 0.0}), Pending(("x",)), reference)[1] == MustRaise("ValueError")
     # an answer that does not say what it was asked on cannot pass
-    case, expect = judge.resolved(own, {"value": 6.0}, {"pending": ("x",)}, reference)
-    verdict = judge.judge(_exercise(case), [case], Probe("ex", "ok", {"f": True}, ({"value": 6.0},)), [expect], (), None, {})
+    case, expect = expectations.resolved(own, Answer.from_wire({"value": 6.0}), Pending(("x",)), reference)
+    verdict = judge.judge(_exercise(case), [case], Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 6.0}),)), [expect], (), None, {})
     assert verdict.status == "failed" and "without the values" in verdict.messages[0]
 
 
@@ -217,9 +219,9 @@ def _fit_exercise():
 
 def _judge_fit(live, predicted_result, cell):
     ex, cases, reference, nb = _fit_exercise()
-    results = ({"value": 2.0}, predicted_result)
-    expectations = [judge.expectation(c, reference) for c in cases]
-    pairs = [judge.resolved(c, r, e, reference) for c, r, e in zip(cases, results, expectations)]
+    results = (Answer.from_wire({"value": 2.0}), Answer.from_wire(predicted_result))
+    expects = [expectations.expectation(c, reference) for c in cases]
+    pairs = [expectations.resolved(c, r, e, reference) for c, r, e in zip(cases, results, expects)]
     probe = Probe("fit", "ok", {"fit": True, "predicted": "missing" not in predicted_result, "live": True}, results)
     return judge.judge(ex, [c for c, _ in pairs], probe, [e for _, e in pairs], (cell,), nb, {})
 

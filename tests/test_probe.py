@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from grader import lessons, probe, sections as protocol, wire
+from grader.answers import Answer
 
 
 def _plan():
@@ -43,8 +44,8 @@ def test_probe_runs_against_a_namespace_and_is_parsed():
     assert set(namespace) == {"user", "__builtins__"} and set(user) == {"f", "x"}  # the probe leaves no names behind
     outcome = probe.collect(_plan(), {"status": "ok", "stdout": "noise\n" + buffer.getvalue()}, "@@n@@", 10**6)
     assert outcome.status == "ok" and outcome.defined == {"f": True, "x": True}
-    assert outcome.results[1] == {"value": [1, 2]}
-    assert outcome.results[0]["value"][0] == 2.0 and math.isnan(outcome.results[0]["value"][1])
+    assert outcome.results[1].value == [1, 2] and outcome.results[1].wire == [1, 2]  # a tuple arrives as a list
+    assert outcome.results[0].value[0] == 2.0 and math.isnan(outcome.results[0].value[1])
 
 
 def test_unreadable_and_oversized_answers():
@@ -144,7 +145,7 @@ def test_each_exercise_has_its_own_time_limit_and_the_next_one_still_runs():
     assert time.monotonic() - began < 5
     assert probe.collect(first, {"status": "ok", "stdout": text}, "@@n@@", 10**6).status == "timeout"
     quick = probe.collect(second, {"status": "ok", "stdout": text}, "@@n@@", 10**6)
-    assert quick.status == "ok" and quick.results == ({"value": 42},)
+    assert quick.status == "ok" and quick.results == (Answer(42, 42),)
     sections = protocol.Sectioned(("slow", "quick"), lambda keys, journal: "", "@@n@@", 0.3)
     assert sections.progress(text) == (["slow", "quick"], {"slow", "quick"})
 
@@ -203,4 +204,4 @@ def test_a_missing_value_still_reports_the_students_own_values_it_is_computed_fr
     plan = probe.ExercisePlan("fit", ("predicted", "live"), (own, absent_input))
     found = probe.collect(plan, {"status": "ok", "stdout": _run_sections({"live": [1.0, 2.0]}, [plan], 5)}, "@@n@@", 10**6)
     assert found.status == "ok" and found.defined == {"predicted": False, "live": True}
-    assert found.results == ({"missing": "predicted", "args": [[1.0, 2.0], 3]}, {"missing": "predicted"})
+    assert found.results == (Answer(missing="predicted", args=([1.0, 2.0], 3)), Answer(missing="predicted"))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.evidence import Evidence
 from grader import escape, figure, grading, handout, judge, lessons, platforms, record, render, sandbox, staff_code
 from grader.errors import GraderError, LessonError, SandboxUnavailable
 from grader.judge import CaseVerdict
@@ -225,7 +226,7 @@ def test_compute_bars_stay_visible_beside_a_backlogged_total():
     data = {"measured": {"values": sides},
             "simulated": {"values": {"service_simulated": {"wait": [3.0] * 5, "compute": [2.0] * 5,
                                                            "overhead": [0.0] * 5, "total": [5.0] * 5}}}}
-    panel = figure.layout(data, spec).panels[-1]
+    panel = figure.layout(Evidence.of(data), spec).panels[-1]
     compute_bars = [b for b in panel.bars if b.width and abs(b.x - panel.xticks[1][0]) < 60]
     assert compute_bars and min(b.height for b in compute_bars) > 20  # on a linear 0-3000 axis: under 0.5 px
     assert "log scale" in panel.ylabel and [label for _, label in panel.yticks][:2] == ["0.1", "1"]
