@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import escape, files, grading, host, layouts, lessons, record, render, sign
+from grader import escape, files, finish, grading, host, layouts, lessons, record, render, sign
 from grader import roster as class_list
 from grader.errors import GraderError
 
@@ -175,11 +175,12 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     profile: list[dict[str, Any]] = []
     cpu_before, submitted = host.cpu_times(), time.monotonic()
     try:
-        for entry, data in itertools.chain(_clash_results(clashes, lesson.id), _results(todo, lesson.id, options, jobs, scheduler)):
-            data["submitted_as"] = _submitted_as(found.layout, entry, members)
-            worker, storing = data.pop(grading.STARTED_KEY, None) or {}, time.monotonic()
+        for entry, graded in itertools.chain(_clash_results(clashes, lesson.id),
+                                             _results(todo, lesson.id, options, jobs, scheduler)):
+            graded = replace(graded, result=replace(graded.result, submitted_as=_submitted_as(found.layout, entry, members)))
+            worker, storing = graded.worker, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
-            data = _store_safely(out, book, entry, data, sign.signing_key() if signing else None)
+            data = _store_safely(out, book, entry, graded, sign.signing_key() if signing else None)
             profile.append({"student": entry.student, "record": round(time.monotonic() - storing, 3),
                             "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
                                                             if k in worker},
@@ -282,19 +283,19 @@ def _refuse_without_isolation(options: grading.Options) -> None:
                                  "pass --no-sandbox to grade anyway, and student code will be able to read your files")
 
 
-def _store_safely(out: Path, book: record.Gradebook, entry: layouts.Entry, data: dict[str, Any], key: Any) -> dict[str, Any]:
+def _store_safely(out: Path, book: record.Gradebook, entry: layouts.Entry, graded: finish.Graded,
+                  key: Any) -> dict[str, Any]:
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
     try:
-        return _store(out, book, entry.student, entry.paths[0], data, key)
+        return _store(out, book, entry.student, entry.paths[0], graded, key)
     except (OSError, ValueError, TypeError, sqlite3.Error) as err:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise  # the grader's disk, not the student: stop with the reason
         student = entry.student.encode("utf-8", "backslashreplace").decode("utf-8")
         reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
-        safe = grading.rejected(entry.paths[0], reason, data.get("lesson"), student).to_dict()
-        safe["digest"] = data.get("digest") or digest(entry.paths[0])
-        safe["submitted_as"] = data.get("submitted_as")
-        return _store(out, book, student, entry.paths[0], safe, key)
+        safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
+                       digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
+        return _store(out, book, student, entry.paths[0], finish.Graded(safe), key)
 
 
 def _joint_digest(paths: list[Path]) -> str:
@@ -302,50 +303,47 @@ def _joint_digest(paths: list[Path]) -> str:
     return hashlib.sha256("".join(digest(p) for p in sorted(paths)).encode()).hexdigest()
 
 
-def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, dict[str, Any]]]:
+def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
     """A student with more than one file is rejected without guessing which one counts; one whose files could not
     be read safely (a link, a device, a refused zip entry) is rejected with why."""
     for entry in clashes:
         names = ", ".join(layouts.printable(p.name) for p in entry.paths)
         reason = entry.refused or (f"{len(entry.paths)} files for student {entry.student!r} ({names}): keep one "
                                    "and rerun the batch")
-        data = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student).to_dict()
-        data["submission"] = names
-        data["digest"] = _entry_digest(entry)
-        yield entry, data
+        result = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student)
+        yield entry, finish.Graded(replace(result, submission=names, digest=_entry_digest(entry)))
 
 
-def _store(out: Path, book: record.Gradebook, student: str, path: Path, data: dict[str, Any],
+def _store(out: Path, book: record.Gradebook, student: str, path: Path, graded: finish.Graded,
            key: Any = None) -> dict[str, Any]:
     """Write one student's files, then the signed result, then the gradebook row; returns what was recorded."""
-    executed = data.pop(grading.NOTEBOOK_KEY, None)
-    report = data.pop(grading.REPORT_KEY, None)
-    markdown = data.pop(grading.MARKDOWN_KEY, None)
-    if not data.get("digest"):
-        data["digest"] = digest(path)
-    data.setdefault("graded_at", data.get("environment", {}).get("graded_at"))
-    report = report or render.report_html(data)
-    markdown = markdown or render.report_md(data)
-    if executed:
-        files.write_text(out / "notebooks" / f"{student}.ipynb", executed)
-    files.write_text(out / "reports" / f"{student}.html", report)
-    files.write_text(out / "reports" / f"{student}.md", markdown)
-    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown)
+    result = graded.result
+    if not result.digest:
+        result = replace(result, digest=digest(path))
+    if not result.graded_at:
+        result = replace(result, graded_at=result.environment.get("graded_at"))
+    drawn = finish.drawn(result) if not graded.report_html else graded  # a rejection in the parent is drawn here
+    graded = replace(graded, result=result, report_html=drawn.report_html, report_md=drawn.report_md)
+    if graded.notebook:
+        files.write_text(out / "notebooks" / f"{student}.ipynb", graded.notebook)
+    files.write_text(out / "reports" / f"{student}.html", graded.report_html)
+    files.write_text(out / "reports" / f"{student}.md", graded.report_md)
+    data = graded.sealed(key)  # the record edge: JSON from here on
     record.write_json(data, out / "results" / f"{student}.json")
     book.add(data, data["digest"])
     return data
 
 
 def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options, jobs: int,
-             scheduler: str | None) -> Iterator[tuple[layouts.Entry, dict[str, Any]]]:
+             scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
     if not todo:
         return
     if scheduler:
         from grader import cluster
 
         by_path = {str(entry.paths[0]): entry for entry in todo}
-        for path, data in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options):
-            yield by_path[str(path)], data
+        for path, graded in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options):
+            yield by_path[str(path)], graded
         return
     # Even one job runs in a worker process: there nbclient's own SIGINT handler (it shuts the kernel down under
     # the grade, which then fails as a grader error) never sees a terminal's Ctrl-C, and the parent stops the batch.
@@ -356,7 +354,7 @@ def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options
     gc.freeze()
     pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent)
     try:
-        futures: dict[cf.Future[dict[str, Any]], layouts.Entry] = {
+        futures: dict[cf.Future[finish.Graded], layouts.Entry] = {
             pool.submit(grading.grade_one, str(entry.paths[0]), lesson_id, options, entry.student): entry
             for entry in todo}
         for future in cf.as_completed(list(futures)):

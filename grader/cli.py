@@ -61,24 +61,20 @@ def _warn_sandbox(data: dict[str, Any]) -> None:
                    err=True)
 
 
-def _emit(data: dict[str, Any], json_path: str | None, html_path: Path | None, md_path: Path | None = None,
-          notebook_path: Path | None = None, notebook: Any = None) -> dict[str, Any]:
+def _emit(result: Any, json_path: str | None, html_path: Path | None, md_path: Path | None = None,
+          notebook_path: Path | None = None) -> dict[str, Any]:
     """Write what was asked for; the result last, with the digests of the rest and the course's signature."""
-    import nbformat
+    from grader import files, finish, record, sign
 
-    from grader import files, grading, record, sign
-
-    report = grading.safe_report(data)
-    markdown = grading.safe_report(data, markdown=True)
-    executed = nbformat.writes(notebook) if notebook is not None else None
+    graded = finish.drawn(result)
     if html_path:
-        files.write_text(html_path, report)
+        files.write_text(html_path, graded.report_html)
     if md_path:
-        files.write_text(md_path, markdown)
-    if notebook_path and executed is not None:
-        files.write_text(notebook_path, executed)
+        files.write_text(md_path, graded.report_md)
+    if notebook_path and graded.notebook is not None:
+        files.write_text(notebook_path, graded.notebook)
     key = sign.signing_key()
-    data = sign.stamp(data, key, notebook=executed, report=report, markdown=markdown)
+    data = graded.sealed(key)
     if key is None and json_path and data.get("status") == "graded":  # a rejection stays one line
         _echo("grader: note: the result is unsigned (no course key here: grader keys init)", err=True)
     if json_path == "-":
@@ -184,11 +180,11 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
     try:
         result = grading.grade(submission, lesson_id, options)
     except GraderError as err:  # the reason is also a `rejected` result where one was asked for
-        _emit(grading.rejected(submission, str(err), lesson_id).to_dict(), json_path, html_path, md_path)
+        _emit(grading.rejected(submission, str(err), lesson_id), json_path, html_path, md_path)
         raise
     data = result.to_dict()
     _warn_sandbox(data)
-    _emit(data, json_path, html_path, md_path, notebook_path, result.notebook)
+    _emit(result, json_path, html_path, md_path, notebook_path)
     if json_path != "-":
         _echo(render_text.result_text(data))
 
@@ -366,7 +362,8 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
     allow_root = os.environ.get("GRADER_ALLOW_ROOT_KERNEL") == "1"
     found = layouts.files_under(root / "submission") if (root / "submission").is_dir() else []
     if len(found) == 1:
-        data = grading.grade_one(found[0], lesson_id, _options(sandbox="none" if allow_root else None), student="submission")
+        data = grading.grade_one(found[0], lesson_id, _options(sandbox="none" if allow_root else None),
+                                 student="submission").result.to_dict()
     else:
         why = ("no file was submitted" if not found else
                f"{len(found)} files were submitted ({', '.join(p.name for p in found[:5])}): submit one notebook")

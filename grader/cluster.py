@@ -1,21 +1,22 @@
 """Run a batch's per-submission task on an existing Dask distributed cluster.
 
 Workers need only the project installed: each task carries the submission's
-bytes and name, so no shared filesystem is assumed. Results come back as plain
-dicts; the parent alone writes the gradebook.
+bytes and name, so no shared filesystem is assumed. Results come back as
+`finish.Graded` records; the parent alone writes the gradebook.
 """
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
-from grader import grading
+from grader import finish, grading
 from grader.errors import GraderError
 
 
-def grade_bytes(name: str, data: bytes, lesson_id: str, options: grading.Options, student: str | None = None) -> dict[str, Any]:
+def grade_bytes(name: str, data: bytes, lesson_id: str, options: grading.Options,
+                student: str | None = None) -> finish.Graded:
     """Worker side: write the submission to a private temp dir and grade it."""
     with tempfile.TemporaryDirectory(prefix="grader-task-") as tmp:
         path = Path(tmp) / name
@@ -24,7 +25,7 @@ def grade_bytes(name: str, data: bytes, lesson_id: str, options: grading.Options
 
 
 def results(address: str, todo: list[tuple[Path, str]], lesson_id: str,
-            options: grading.Options) -> Iterator[tuple[Path, dict[str, Any]]]:
+            options: grading.Options) -> Iterator[tuple[Path, finish.Graded]]:
     """Submit every submission to the scheduler at `address`; yield results as they finish."""
     try:
         from distributed import Client, as_completed

@@ -3,7 +3,7 @@
 A result JSON keeps the student's values as the wire carried them (so a
 signed result is exactly what came back from the kernel). Its reader, the
 report or the figure, takes `Evidence.of(result)` once: every value decoded
-(answers.decode), the public answers as `Shown` records, absent values as
+(decoded.decode), the public answers as `Shown` records, absent values as
 None. Nothing in render.py or figure.py decodes wire data itself.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.answers import NOTHING, decode
+from grader.decoded import NOTHING, decode
 
 KINDS = ("measured", "simulated")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from grader import wire
-from grader.answers import Answer, as_answered, decode
+from grader.decoded import Answer, as_answered, decode
 from grader.lessons import Case
 
 

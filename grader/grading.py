@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
-from grader import (answers, compile_cache, device_check, devices, expectations, handout, host, isolation, judge, leftovers, lessons, load,
-                    probe, render, run, sandbox, staff_code, warm_start, wire, zygote)
+from grader import (compile_cache, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
+                    probe, run, sandbox, staff_code, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
@@ -32,7 +30,7 @@ def rejected(path: str | Path, reason: str, lesson: str | None = None, student: 
     """The result recorded for a submission that cannot be graded."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return GradeResult(status="rejected", lesson=lesson, student=student or Path(path).stem, error=reason,
-                       extra={"submission": Path(path).name, "graded_at": now})
+                       submission=Path(path).name, graded_at=now)
 
 
 def prepare(lesson_id: str, options: Options) -> None:
@@ -56,7 +54,7 @@ def prepare(lesson_id: str, options: Options) -> None:
     probe.warm()
     load.warm()
     host.facts(lessons.course_root())
-    render.warm()
+    finish.warm()
     if starting is not None:
         try:
             starting.wait_ready()
@@ -66,52 +64,28 @@ def prepare(lesson_id: str, options: Options) -> None:
 
 PROBES_KEY = "__probes__"
 """The tail cell that probes every exercise, one section each."""
-NOTEBOOK_KEY = "_executed_notebook"
-STARTED_KEY = "_started_at"
-"""Which worker graded this and when it began and ended (monotonic clock), for the batch's phase profile."""
-REPORT_KEY = "_report_html"
-MARKDOWN_KEY = "_report_md"
 
 
-def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> dict[str, Any]:
-    """The per-submission task of a batch (local worker or cluster): a result dict, never an exception.
-
-    The worker also renders the HTML report and serialises the executed
-    notebook (under private keys the parent pops), so the parent only writes.
-    """
+def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> finish.Graded:
+    """The per-submission task of a batch (local worker or cluster): a result, never an exception."""
     import traceback
 
     started = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the host
-    notebook = None
     try:
         result = grade(path, lesson_id, options, student)
-        data = result.to_dict()
-        notebook = nbformat.writes(result.notebook) if result.notebook is not None else None
     except GraderError as err:
-        data = rejected(path, str(err), lesson_id, student).to_dict()
+        result = rejected(path, str(err), lesson_id, student)
     except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
         traceback.print_exc()
-        data = rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student).to_dict()
+        result = rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student)
     rendering = time.monotonic()
-    data[REPORT_KEY] = safe_report(data)
-    data[MARKDOWN_KEY] = safe_report(data, markdown=True)
-    data[NOTEBOOK_KEY] = notebook
-    data[STARTED_KEY] = {"pid": os.getpid(), "start": started, "end": time.monotonic()}
-    if isinstance(data.get("run"), dict):
-        data["run"]["timings"]["render"] = round(time.monotonic() - rendering, 3)
-    return data
-
-
-def safe_report(data: dict[str, Any], markdown: bool = False) -> str:
-    """The HTML (or Markdown) report; if the student's values break it, the report without them (and a note why)."""
-    draw = render.report_md if markdown else render.report_html
-    try:
-        return draw(data)
-    except Exception as err:  # noqa: BLE001 - the values are the student's
-        bare = {k: v for k, v in data.items() if k not in ("measured", "simulated", "as_submitted", "explanations")}
-        bare["notes"] = list(data.get("notes", [])) + [
-            f"the notebook's values could not be shown in this report ({type(err).__name__}: {str(err)[:120]})"]
-        return draw(bare)
+    graded = finish.drawn(result)
+    result = graded.result
+    if result.run:
+        result = dataclasses.replace(result, run=dict(result.run, timings=dict(
+            result.run.get("timings") or {}, render=round(time.monotonic() - rendering, 3))))
+    return dataclasses.replace(graded, result=result,
+                               worker={"pid": os.getpid(), "start": started, "end": time.monotonic()})
 
 
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
@@ -149,7 +123,7 @@ def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: d
 def _values(lesson: lessons.Lesson, plan: probe.ExercisePlan, found: probe.Probe) -> dict[str, dict[str, Any]]:
     """Evidence values read after the run, split by kind; absent names are None."""
     values: dict[str, dict[str, Any]] = {"measured": {}, "simulated": {}}
-    results = found.results if found.status == "ok" else (answers.NO_ANSWER,) * len(plan.cases)
+    results = found.results if found.status == "ok" else (decoded.NO_ANSWER,) * len(plan.cases)
     for case, answer in zip(plan.cases, results):
         values[lesson.evidence[case.name]][case.name] = answer.wire if answer.has_value else None
     return values
@@ -203,27 +177,25 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     return GradeResult(
         status="graded", lesson=lesson.id, student=submission.student,
         score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
-        exercises=tuple(v.to_dict() for v in verdicts),
+        exercises=tuple(verdicts),
         measured={"how": measured_meta, "answers": measured, "values": values["measured"]} if measured else {},
         simulated={"answers": simulated, "values": values["simulated"]},
         environment=env,
         sandbox=dict(ran.report.to_dict(), memory_bound=devices.memory_bound(ran.start.device, options.limits)),
-        extra={
-            "mode": "check" if options.public_only else "grade",
-            "seed": None if options.public_only else seed,
-            "hash_seed": hash_seed,
-            "digest": submission.digest, "submission": Path(submission.path).name,
-            "graded_at": env["graded_at"], "notes": notes + list(executed.dropped),
-            "run": {"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
-                    "timings": _phases(executed, ran.given, time.monotonic() - judging),
-                    "flood": executed.flood, "deadline_hit": executed.deadline_hit},
-            "cells": [{"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
-                       "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"],
-            "stored_outputs": len(submission.as_submitted),
-            "as_submitted": _differing(submission.as_submitted, executed.notebook),
-            "explanations": [dict(e, untouched=e["text"].strip() in handout.prompt_texts(lesson.id))
-                             for e in submission.explanations],
-        },
+        mode="check" if options.public_only else "grade",
+        seed=None if options.public_only else seed,
+        hash_seed=hash_seed,
+        digest=submission.digest, submission=Path(submission.path).name,
+        graded_at=env["graded_at"], notes=tuple(notes) + tuple(executed.dropped),
+        run={"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
+             "timings": _phases(executed, ran.given, time.monotonic() - judging),
+             "flood": executed.flood, "deadline_hit": executed.deadline_hit},
+        cells=tuple({"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
+                     "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"),
+        stored_outputs=len(submission.as_submitted),
+        as_submitted=tuple(_differing(submission.as_submitted, executed.notebook)),
+        explanations=tuple(dict(e, untouched=e["text"].strip() in handout.prompt_texts(lesson.id))
+                           for e in submission.explanations),
         notebook=executed.notebook,
     )
 

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from grader.answers import Answer
+from grader.decoded import Answer
 from grader.cells import CellRun, cell_name, readable
 from grader.errors import GraderError, LessonError
 from grader.expectations import Accepts, Expectation, MustRaise, Property, Recompute, Refused, Value
@@ -70,6 +70,13 @@ class ExerciseResult:
                 "hidden_cases": self.hidden_cases, "messages": list(self.messages),
                 "cases": [{"label": c.label, "hidden": c.hidden, "outcome": c.outcome, "message": c.message}
                           for c in self.cases]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExerciseResult":
+        """A written verdict read back (the inverse of `to_dict`)."""
+        return cls(data["id"], data["status"], data["score"], data["max_score"], data["kind"],
+                   tuple(data.get("messages") or ()), tuple(CaseVerdict(**c) for c in data.get("cases") or ()),
+                   data.get("scoring", "all"), data.get("public_cases", 0), data.get("hidden_cases", 0))
 
 
 def grouped(verdicts: list[CaseVerdict]) -> list[str]:

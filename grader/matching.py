@@ -1,6 +1,6 @@
 """Matching: a kernel's answer, decoded from the wire, set against an expected value within a lesson's tolerance.
 
-Both sides arrive decoded (answers.py): `compare` says how an answer differs
+Both sides arrive decoded (decoded.py): `compare` says how an answer differs
 from what was expected, in words a student can act on (`Mismatch`), or None
 when it matches; `show` renders a value short, for those words.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.answers import Opaque
+from grader.decoded import Opaque
 from grader.lessons import Case
 
 

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
 
-from grader import files, grading, record, render, sign
+from grader import files, finish, grading, record, render, sign
 from grader.errors import GraderError
 
 MEMBERS = ("result.json", "report.html", "report.md", "notebook.ipynb")
@@ -67,12 +66,9 @@ def _entry(source: Path, lesson_id: str | None) -> Entry:
         markdown = _beside(source, f"{stem}.md", f"../reports/{stem}.md") or render.report_md(data)
         notebook = _beside(source, f"{stem}.executed.ipynb", f"../notebooks/{stem}.ipynb")
         return Entry(data.get("lesson") or stem, data, text, report, markdown, notebook)
-    result = grading.grade(source, lesson_id, grading.Options(public_only=True, sandbox="auto"))
-    data = result.to_dict()
-    report, markdown = grading.safe_report(data), grading.safe_report(data, markdown=True)
-    notebook = nbformat.writes(result.notebook) if result.notebook is not None else None
-    data = sign.stamp(data, sign.signing_key(), notebook=notebook, report=report, markdown=markdown)
-    return Entry(data["lesson"], data, record.dumps(data), report, markdown, notebook)
+    graded = finish.drawn(grading.grade(source, lesson_id, grading.Options(public_only=True, sandbox="auto")))
+    data = graded.sealed(sign.signing_key())
+    return Entry(data["lesson"], data, record.dumps(data), graded.report_html, graded.report_md, graded.notebook)
 
 
 def index_html(entries: list[Entry]) -> str:

@@ -6,7 +6,7 @@ kills or hangs the kernel (sections.Sectioned). Its inputs travel as one JSON st
 literal decoded there, never as code; it only calls the names and prints, per
 exercise, one line: a per-grade nonce, the exercise and the plain-data answers.
 The grader parses that line, capped in size, checks it against ANSWER_SCHEMA and
-decodes it into typed answers (answers.Answer); nothing in the kernel judges anything.
+decodes it into typed answers (decoded.Answer); nothing in the kernel judges anything.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import sections, shapes
-from grader.answers import Answer
+from grader.decoded import Answer
 from grader.lessons import Case
 
 WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
@@ -158,7 +158,7 @@ class Probe:
     defined: dict[str, bool] = field(default_factory=dict)
     """Which needed names were defined."""
     results: tuple[Answer, ...] = ()
-    """Per case, its answer, decoded (answers.Answer)."""
+    """Per case, its answer, decoded (decoded.Answer)."""
     detail: str = ""
     """Why the probe is not `ok`."""
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import sys
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
 from . import escape, files
 from .errors import GradebookError
+from .judge import ExerciseResult
 
 SCHEMA = 1
 INTERNAL_ERROR = "internal grader error"
@@ -28,7 +29,7 @@ grades that submission again and replaces the row: it was never a grade.
 
 @dataclass(frozen=True)
 class GradeResult:
-    """One graded (or rejected) submission; `to_dict()` is the contract's JSON."""
+    """One graded (or rejected) submission, typed until it is written; `to_dict()` is the contract's JSON."""
 
     status: str
     """`graded` or `rejected`."""
@@ -40,8 +41,8 @@ class GradeResult:
     """Points earned."""
     max_score: float = 0.0
     """Points available."""
-    exercises: tuple[dict[str, Any], ...] = ()
-    """Per-exercise verdicts (id, status, score, max_score, kind, messages, cases)."""
+    exercises: tuple[ExerciseResult, ...] = ()
+    """Per-exercise verdicts."""
     error: str | None = None
     """One-line reason when rejected."""
     measured: dict[str, Any] = field(default_factory=dict)
@@ -52,21 +53,66 @@ class GradeResult:
     """Host, versions, time and concurrency of this grade."""
     sandbox: dict[str, Any] = field(default_factory=dict)
     """Isolation layers in force."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Seed, digest, cells, notes, as-submitted outputs and explanations."""
+    mode: str = "grade"
+    """`grade` (hidden cases drawn) or `check` (the public ones only)."""
+    seed: int | None = None
+    """The seed that drew the hidden cases (None for a self-check)."""
+    hash_seed: int | None = None
+    """The kernel's PYTHONHASHSEED."""
+    digest: str | None = None
+    """SHA-256 of the submitted file (or files)."""
+    submission: str = ""
+    """The submitted file's name."""
+    graded_at: str | None = None
+    """When it was graded (UTC, ISO 8601)."""
+    notes: tuple[str, ...] = ()
+    """What the grader noticed about the notebook as a whole."""
+    run: dict[str, Any] = field(default_factory=dict)
+    """Attempts, seconds, per-phase timings, floods and deadline of the run."""
+    cells: tuple[dict[str, Any], ...] = ()
+    """Each cell that ran: index, id, status, error and seconds."""
+    stored_outputs: int = 0
+    """How many outputs the submitted notebook stored."""
+    as_submitted: tuple[dict[str, Any], ...] = ()
+    """Stored outputs that differ from the fresh run's (the student's claim, never trusted)."""
+    explanations: tuple[dict[str, Any], ...] = ()
+    """The student's written answers."""
+    submitted_as: dict[str, Any] | None = None
+    """How a batch received it (layout, files, name, late, roster match); None outside a batch."""
     notebook: Any = field(default=None, compare=False, repr=False)
     """The freshly executed notebook (not part of the JSON; kept for portfolios)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data in the contract's field order."""
+        """Plain data in the contract's field order (a rejected result carries no run)."""
         data: dict[str, Any] = {
             "schema": SCHEMA, "status": self.status, "error": self.error, "lesson": self.lesson,
             "student": self.student, "score": self.score, "max_score": self.max_score,
-            "exercises": [dict(e) for e in self.exercises], "measured": self.measured,
+            "exercises": [e.to_dict() for e in self.exercises], "measured": self.measured,
             "simulated": self.simulated, "environment": self.environment, "sandbox": self.sandbox,
         }
-        data.update(self.extra)
+        if self.status == "graded":
+            data.update(mode=self.mode, seed=self.seed, hash_seed=self.hash_seed, digest=self.digest,
+                        submission=self.submission, graded_at=self.graded_at, notes=list(self.notes), run=self.run,
+                        cells=list(self.cells), stored_outputs=self.stored_outputs,
+                        as_submitted=list(self.as_submitted), explanations=list(self.explanations))
+        else:
+            data.update(submission=self.submission, graded_at=self.graded_at)
+            if self.digest is not None:
+                data["digest"] = self.digest
+        if self.submitted_as is not None:
+            data["submitted_as"] = self.submitted_as
         return data
+
+
+_TUPLES = ("notes", "cells", "as_submitted", "explanations")
+
+
+def read_result(data: dict[str, Any]) -> GradeResult:
+    """A written result read back into a typed record (receipt fields and unknown keys are left out)."""
+    known = {f.name for f in fields(GradeResult)} - {"notebook", "exercises"}
+    values = {k: data[k] for k in known if k in data}
+    values.update({k: tuple(values[k]) for k in _TUPLES if k in values})
+    return GradeResult(exercises=tuple(ExerciseResult.from_dict(e) for e in data.get("exercises") or ()), **values)
 
 
 def dumps(data: dict[str, Any]) -> str:

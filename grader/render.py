@@ -16,7 +16,7 @@ import jinja2
 import markupsafe
 
 from grader import escape, figure, lessons
-from grader.answers import Opaque
+from grader.decoded import Opaque
 from grader.evidence import Evidence, Shown
 from grader.errors import LessonError
 from grader.lessons import course_folder

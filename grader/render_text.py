@@ -45,10 +45,10 @@ def result_text(result: dict[str, Any]) -> str:
 def validation_text(outcome: Any) -> str:
     """What `grader validate` prints."""
     ref, bare = outcome.reference, outcome.scaffold
-    ref_passed = sum(1 for e in ref.exercises if e["status"] == "passed")
-    bare_passed = sum(1 for e in bare.exercises if e["status"] == "passed")
+    ref_passed = sum(1 for e in ref.exercises if e.status == "passed")
+    bare_passed = sum(1 for e in bare.exercises if e.status == "passed")
     lines = [f"lesson {outcome.lesson}",
-             f"reference: {ref_passed}/{len(ref.exercises)} passed (score {ref.score:g}/{ref.max_score:g}, seed {ref.extra.get('seed')})",
+             f"reference: {ref_passed}/{len(ref.exercises)} passed (score {ref.score:g}/{ref.max_score:g}, seed {ref.seed})",
              f"scaffold: {bare_passed} passed (score {bare.score:g}/{bare.max_score:g})",
              "nothing crashed: both notebooks were graded to the end"]
     if outcome.problems:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import answers, expectations, handout, lessons, matching, staff_code
+from grader import decoded, expectations, handout, lessons, matching, staff_code
 from grader.grading import Options, grade
 from grader.record import GradeResult
 
@@ -37,7 +37,7 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
         for case in ex.cases:
             if not case.has_expect:
                 continue
-            want = answers.decode(case.expect)
+            want = decoded.decode(case.expect)
             got = expectations.expectation(lessons.Case(**{**case.__dict__, "expect": None, "has_expect": False}), reference)
             mismatch = matching.compare(got.value, want, case)
             if mismatch:
@@ -49,9 +49,9 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
         ref = grade(solution, lesson.id, options)
         bare = grade(scaffold_path, lesson.id, options)
     for e in ref.exercises:
-        if e["status"] != "passed":
-            problems.append(f"reference fails {e['id']}: {'; '.join(e['messages'][:2])}")
+        if e.status != "passed":
+            problems.append(f"reference fails {e.id}: {'; '.join(e.messages[:2])}")
     for e in bare.exercises:
-        if e["status"] == "passed":
-            problems.append(f"the bare scaffold passes {e['id']}: its checks cannot tell an empty answer from a right one")
+        if e.status == "passed":
+            problems.append(f"the bare scaffold passes {e.id}: its checks cannot tell an empty answer from a right one")
     return Validation(lesson.id, ref, bare, tuple(problems))

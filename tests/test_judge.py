@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import answers, expectations, judge, lessons, matching
-from grader.answers import Answer
+from grader import decoded, expectations, judge, lessons, matching
+from grader.decoded import Answer
 from grader.expectations import MustRaise, Pending, Property, Value
 from grader.lessons import Exercise
 from grader.probe import Probe
@@ -115,7 +115,7 @@ def test_probe_failures_map_to_statuses(status, expected):
 
 def test_plain_keeps_dicts_and_array_kinds():
     data = {"__dict__": [["a", {"__array__": [1, 2], "shape": [2], "kind": "i"}], ["b", {"__array__": True, "shape": [], "kind": "b"}]]}
-    out = answers.decode(data)
+    out = decoded.decode(data)
     assert out["a"].tolist() == [1, 2] and out["a"].dtype.kind == "i" and out["b"].dtype == bool
 
 
@@ -126,7 +126,7 @@ def test_a_number_no_float_holds_is_that_exercises_failure_not_a_crash():
     assert result.status == "failed" and "expected 5.95" in result.messages[0]
     assert "too large for a float" in result.messages[0]
     assert matching.compare([10**400, 1.0], [1.0, 1.0], case()) is not None
-    assert isinstance(answers.decode({"__array__": [10**400], "shape": [1], "kind": "i"}), answers.Opaque)
+    assert isinstance(decoded.decode({"__array__": [10**400], "shape": [1], "kind": "i"}), decoded.Opaque)
 
 
 def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exercise():

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from grader import lessons, probe, sections as protocol, wire
-from grader.answers import Answer
+from grader.decoded import Answer
 
 
 def _plan():

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from conftest import FAST, SEED, write
-from grader import batch, grading, handout, lessons, portfolio, render
+from grader import batch, finish, grading, handout, lessons, portfolio, render
 
 GOLDENS = Path(__file__).parent / "goldens"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -239,7 +239,7 @@ def test_values_no_float_holds_cost_the_figure_not_the_report(graded):
     assert "10000000000" in html  # the value itself is shown, as the student left it
     broken = dict(data, measured={"how": data["measured"]["how"], "answers": {}, "values": {"measurements": [{"batch": 10**400}]}})
     assert "inference-capacity" in render.report_html(broken)
-    assert "inference-capacity" in grading.safe_report(dict(data, simulated={"answers": {"x": "not a list"}}))
+    assert "inference-capacity" in finish.safe_report(dict(data, simulated={"answers": {"x": "not a list"}}))
 
 
 def test_a_lesson_that_measures_nothing_says_so_and_draws_its_declared_figure(graded):

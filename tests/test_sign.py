@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader import batch, cli, record, sign
+from grader import batch, cli, finish, record, sign
 
 LESSON = "inference-capacity"
 
@@ -61,7 +61,7 @@ def _recorded(graded, out: Path, key) -> dict:
     data = graded.solution(LESSON)
     book = record.Gradebook(out / "gradebook.sqlite")
     try:
-        return batch._store(out, book, "ada", Path("ada.ipynb"), data, key)
+        return batch._store(out, book, "ada", Path("ada.ipynb"), finish.Graded(record.read_result(data)), key)
     finally:
         book.close()
 
@@ -174,13 +174,13 @@ def test_the_private_key_is_never_written_into_an_output_folder(graded, tmp_path
 # ---- what verify must not be fooled by ----
 
 def _signed_result(graded, tmp_path, student="ada") -> Path:
-    from grader import grading
 
     data = dict(graded.solution(LESSON), student=student)
-    data[grading.NOTEBOOK_KEY] = json.dumps({"cells": [], "note": f"{student}'s executed notebook"})
+    notebook = json.dumps({"cells": [], "note": f"{student}'s executed notebook"})
     book = record.Gradebook(tmp_path / student / "gradebook.sqlite")
     try:
-        batch._store(tmp_path / student, book, student, Path(f"{student}.ipynb"), data, sign.signing_key())
+        batch._store(tmp_path / student, book, student, Path(f"{student}.ipynb"),
+                     finish.Graded(record.read_result(data), notebook=notebook), sign.signing_key())
     finally:
         book.close()
     return tmp_path / student / "results" / f"{student}.json"
