@@ -55,7 +55,7 @@ def safe_report(data: dict[str, Any], markdown: bool = False) -> str:
     try:
         return draw(data)
     except Exception as err:  # noqa: BLE001 - the values are the student's
-        bare = {k: v for k, v in data.items() if k not in ("measured", "simulated", "as_submitted", "explanations")}
+        bare = dict(data, measured={}, simulated={"answers": {}, "values": {}}, as_submitted=[], explanations=[])
         bare["notes"] = list(data.get("notes", [])) + [
             f"the notebook's values could not be shown in this report ({type(err).__name__}: {str(err)[:120]})"]
         return draw(bare)
