@@ -1,0 +1,49 @@
+"""lessons: a lesson's declarations read into typed cases, and what a case looks like in feedback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader import lessons
+from grader.errors import LessonError
+
+
+def test_case_forms_and_their_labels():
+    call = lessons.case_from_spec({"call": "simulate", "args": [{"array": [0, 1]}, 2.0], "kwargs": {"policy": "fcfs"}})
+    assert call.mode == "call" and call.args == ({"__array__": [0.0, 1.0]}, 2.0)
+    assert call.label() == "`simulate(np.array([0.0, 1.0]), 2.0, policy='fcfs')`"
+    value = lessons.case_from_spec({"value": "capacity"})
+    assert value.mode == "value" and value.label() == "`capacity`"
+    own = lessons.case_from_spec({"value": "predicted", "args": [{"kernel": "live"}]})
+    assert own.kernel_names() == ("live",) and own.label() == "`predicted` (given live)"
+
+
+def test_a_drawn_array_is_the_seeds_and_a_long_one_says_how_to_rebuild_it():
+    case = lessons.case_from_spec({"call": "f", "args": [{"normal": [2, 3], "seed": 5}]})
+    assert np.allclose(case.args[0]["__array__"], np.random.default_rng(5).normal(size=(2, 3)))
+    big = lessons.case_from_spec({"call": "f", "args": [{"array": list(range(100))}]})
+    assert big.label() == "`f(<array shape [100]: rebuild it with the seed recorded in the result>)`"
+
+
+def test_an_expectation_of_none_is_still_an_expectation():
+    assert lessons.case_from_spec({"call": "f", "expect_none": True}).has_expect
+    assert not lessons.case_from_spec({"call": "f"}).has_expect
+
+
+def test_a_case_that_names_nothing_is_a_lesson_error():
+    with pytest.raises(LessonError, match="names neither `call` nor `value`"):
+        lessons.case_from_spec({"args": [1]})
+
+
+def test_an_unknown_lesson_suggests_the_closest_one():
+    with pytest.raises(LessonError, match="unknown lesson 'inference_capacty'; did you mean 'inference-capacity'"):
+        lessons.get("inference_capacty")
+
+
+def test_every_shipped_lesson_loads_with_points_and_kinds():
+    assert lessons.available() == ["dynamic-batching", "inference-capacity", "inference-scaling"]
+    for lesson_id in lessons.available():
+        lesson = lessons.get(lesson_id)
+        assert lesson.max_score == sum(ex.points for ex in lesson.exercises) > 0
+        assert {ex.kind for ex in lesson.exercises} <= {"simulated", "measured"}

@@ -1,0 +1,42 @@
+"""validate: a lesson is sound when the reference earns full marks, the bare scaffold earns none, and the
+figures the lesson states are what the reference computes. Grades are stood in for here (test_cli runs them)."""
+
+from __future__ import annotations
+
+from grader import staff_code, validate
+from grader.judge import ExerciseResult
+from grader.record import GradeResult
+
+LESSON = "inference-scaling"
+
+
+def _grades(monkeypatch, reference_passes: bool, scaffold_passes: bool):
+    def grade(path, lesson_id, options):
+        passes = reference_passes if "reference" in str(path) else scaffold_passes
+        status = "passed" if passes else "failed"
+        return GradeResult(status="graded", lesson=lesson_id, student="x",
+                           exercises=(ExerciseResult("sweep", status, 1.0 if passes else 0.0, 1.0, "simulated",
+                                                     ("`sweep(1)`: expected 2, got 3",)),))
+    monkeypatch.setattr(validate, "grade", grade)
+
+
+def test_a_sound_lesson_has_no_problems(monkeypatch, tmp_path):
+    _grades(monkeypatch, reference_passes=True, scaffold_passes=False)
+    assert validate.validate(LESSON, workdir=tmp_path).problems == ()
+
+
+def test_each_kind_of_unsoundness_is_named(monkeypatch, tmp_path):
+    _grades(monkeypatch, reference_passes=False, scaffold_passes=True)
+    problems = validate.validate(LESSON, workdir=tmp_path).problems
+    assert "reference fails sweep: `sweep(1)`: expected 2, got 3" in problems
+    assert any(p.startswith("the bare scaffold passes sweep") for p in problems)
+
+
+def test_a_stated_figure_the_reference_does_not_reproduce_is_named(monkeypatch, tmp_path):
+    _grades(monkeypatch, reference_passes=True, scaffold_passes=False)
+    real = staff_code.reference(LESSON)
+    # every stated figure is computed by a reference function; one that answers 0 disagrees with all of them
+    broken = {name: (lambda *a, **k: 0.0) if callable(value) else value for name, value in real.items()}
+    monkeypatch.setattr(staff_code, "reference", lambda lesson_id: broken)
+    problems = validate.validate(LESSON, workdir=tmp_path).problems
+    assert problems and all("the reference disagrees with the lesson's figure" in p for p in problems)
