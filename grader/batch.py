@@ -165,8 +165,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             _refuse_without_isolation(options)
         # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks.
         hash_seed = options.hash_seed if options.hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
-        options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), zygote=options.zygote and scheduler is None,
-                          hash_seed=hash_seed)
+        # A cluster's workers fork from templates of their own (cluster.TemplatePlugin), with this hash seed.
+        options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
         counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
         named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
         if todo and scheduler is None:

@@ -1,27 +1,84 @@
 """Run a batch's per-submission task on an existing Dask distributed cluster.
 
-Workers need only the project installed: each task carries the submission's
-bytes and name, so no shared filesystem is assumed. Results come back as
-`finish.Graded` records; the parent alone writes the gradebook.
+Workers need the project and the course folder installed: each task carries
+the submission's bytes and name, so no shared filesystem is assumed. Each
+worker process keeps a warm template of its own (`TemplatePlugin`, started
+when the plugin is registered and again whenever a worker restarts), and
+forks every single-use kernel from it exactly as a local batch does, with the
+batch's hash seed. A task that lands on a worker without a template still
+grades (the template starts on first use). Results come back as
+`finish.Graded` records; the parent alone writes the gradebook. A task the
+cluster loses for good (a worker that died under it more often than Dask
+allows) is that student's grader-failure row, which the next run retries.
 """
 
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from grader import finish, grading
 from grader.errors import GraderError
+from grader.record import INTERNAL_ERROR
+
+try:
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # without Dask, `results` says how to install it
+    WorkerPlugin = object  # type: ignore[misc,assignment]
+
+PLUGIN = "grader-template"
+PREPARE_SECONDS = 300.0
+"""The longest a task waits for its worker's preparation (a first compilation cache can take a minute)."""
+_PREPARING: threading.Thread | None = None
+
+
+class TemplatePlugin(WorkerPlugin):  # type: ignore[misc,valid-type]
+    """A Dask worker plugin: prepares the lesson in the worker process (its warm template, its public
+    expectations, its compiled checks) in the background, so that the first task finds them ready."""
+
+    name = PLUGIN
+
+    def __init__(self, lesson_id: str, options: grading.Options) -> None:
+        self.lesson_id = lesson_id
+        self.options = options
+
+    def setup(self, worker: Any = None) -> None:
+        """Runs in each worker process, now and whenever one (re)starts; never blocks the worker's event loop.
+        A task that arrives meanwhile waits for it (`grade_bytes`) rather than start a second template."""
+        global _PREPARING
+        _PREPARING = threading.Thread(target=self._prepare, name="grader-template", daemon=True)
+        _PREPARING.start()
+
+    def _prepare(self) -> None:
+        try:
+            grading.prepare(self.lesson_id, self.options)
+        except Exception:  # noqa: BLE001 - nothing here is required: each grade does what is missing itself
+            pass
+
+    def teardown(self, worker: Any = None) -> None:
+        from grader import zygote
+
+        zygote.stop_shared()
 
 
 def grade_bytes(name: str, data: bytes, lesson_id: str, options: grading.Options,
                 student: str | None = None) -> finish.Graded:
-    """Worker side: write the submission to a private temp dir and grade it."""
+    """Worker side: write the submission to a private temp dir and grade it (once the worker's preparation,
+    if one is under way, has finished: its template is the one every kernel is forked from)."""
+    if _PREPARING is not None:
+        _PREPARING.join(PREPARE_SECONDS)
     with tempfile.TemporaryDirectory(prefix="grader-task-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(data)
         return grading.grade_one(path, lesson_id, options, student)
+
+
+def lost(path: Path, lesson_id: str, student: str, err: BaseException) -> finish.Graded:
+    """The row of a submission whose task the cluster did not bring back: a grader failure, retried next run."""
+    why = f"{INTERNAL_ERROR}: the cluster lost this submission's task ({type(err).__name__}: {str(err)[:160]})"
+    return finish.Graded(grading.rejected(path, why, lesson_id, student))
 
 
 def results(address: str, todo: list[tuple[Path, str]], lesson_id: str,
@@ -36,7 +93,14 @@ def results(address: str, todo: list[tuple[Path, str]], lesson_id: str,
     except (OSError, TimeoutError) as err:
         raise GraderError(f"cannot reach the Dask scheduler at {address}: {err}") from None
     with client:
-        futures = {client.submit(grade_bytes, path.name, path.read_bytes(), lesson_id, options, student, pure=False): path
-                   for path, student in todo}
+        client.register_plugin(TemplatePlugin(lesson_id, options), name=PLUGIN)
+        futures = {client.submit(grade_bytes, path.name, path.read_bytes(), lesson_id, options, student, pure=False):
+                   (path, student) for path, student in todo}
         for future in as_completed(futures):
-            yield futures[future], future.result()
+            path, student = futures.pop(future)
+            try:
+                yield path, future.result()
+            except Exception as err:  # noqa: BLE001 - a lost worker (KilledWorker) or a task that failed there
+                yield path, lost(path, lesson_id, student, err)
+            future.release()
+

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import asdict
@@ -118,13 +119,19 @@ class Zygote:
                                         start_new_session=True)
         self.pidfd = os.pidfd_open(self.process.pid)
         self.ready = False
+        self._waiting = threading.Lock()
         self.warm_cells = False
         """Whether the zygote ran the lesson's warm cells (a cell that failed or printed leaves them to each kernel)."""
         if wait:
             self.wait_ready()
 
     def wait_ready(self) -> "Zygote":
-        """Block until the zygote has imported everything and listens (it starts in the background)."""
+        """Block until the zygote has imported everything and listens (it starts in the background); threads
+        that wait at once (a cluster worker's preparation and its first task) all read the one "ready" line."""
+        with self._waiting:
+            return self._wait_ready()
+
+    def _wait_ready(self) -> "Zygote":
         if not self.ready:
             ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
             line = self.process.stdout.readline() if ready and self.process.stdout else b""
@@ -169,6 +176,7 @@ class Zygote:
 
 
 _ZYGOTE: Zygote | None = None
+_STARTING = threading.Lock()
 
 
 def shared(limits: Limits, start: devices.KernelStart | None = None) -> Zygote:
@@ -185,12 +193,20 @@ def start_shared(limits: Limits, start: devices.KernelStart | None = None) -> Zy
     """
     global _ZYGOTE
     start = start or devices.KernelStart()
-    if _ZYGOTE is None or not _ZYGOTE.alive() or _ZYGOTE.start != start:
+    with _STARTING:  # a worker's background preparation and its first task may ask at once
+        if _ZYGOTE is None or not _ZYGOTE.alive() or _ZYGOTE.start != start:
+            if _ZYGOTE is not None:
+                _ZYGOTE.stop()
+            _ZYGOTE = Zygote(limits, wait=False, start=start)
+            atexit.register(_ZYGOTE.stop)
+        return _ZYGOTE
+
+
+def stop_shared() -> None:
+    """End this process's zygote, if it started one (a cluster worker that is closing)."""
+    with _STARTING:
         if _ZYGOTE is not None:
             _ZYGOTE.stop()
-        _ZYGOTE = Zygote(limits, wait=False, start=start)
-        atexit.register(_ZYGOTE.stop)
-    return _ZYGOTE
 
 
 class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
