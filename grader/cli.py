@@ -195,11 +195,22 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
 @click.option("--sandbox", "sandbox", flag_value="bwrap",
               help="Run your code in the bubblewrap sandbox, as grading does; refuse if this machine cannot.")
 @click.option("--cell-timeout", type=_SECONDS, help="Seconds per cell (default 30).")
-def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None) -> None:
+@click.option("--watch", is_flag=True,
+              help="Check again on every save, printing only what changed (Ctrl-C to stop).")
+def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell_timeout: float | None,
+              watch: bool) -> None:
     """Self-check before submitting: public checks only, readable feedback."""
     from grader import grading, render_text
 
     options = _options(sandbox=sandbox, default_sandbox="none", cell_timeout=cell_timeout, public_only=True)
+    if watch:
+        from grader import watch as watching
+
+        try:
+            watching.run(submission, lesson_id, options, _echo)
+        except KeyboardInterrupt:
+            _echo("stopped watching")
+            raise SystemExit(130) from None
     result = grading.grade(submission, lesson_id, options)
     _echo(render_text.result_text(result.to_dict()))
 

@@ -54,14 +54,15 @@ def _descendants(of: int) -> dict[int, int]:
     return found
 
 
-def end_leftovers(uid: int, rounds: int = 50) -> int:
-    """Kill every descendant of this process that runs as `uid` (a kernel's leftovers), until none is left
-    (a process can fork while its siblings die; RLIMIT_NPROC bounds how many it can make); returns how many."""
+def end_leftovers(uid: int | None, rounds: int = 50) -> int:
+    """Kill every descendant of this process that runs as `uid` (a kernel's leftovers; None: whoever it runs as),
+    until none is left (a process can fork while its siblings die; RLIMIT_NPROC bounds how many it can make);
+    returns how many."""
     import signal
 
     killed: set[int] = set()
     for _ in range(rounds):
-        targets = [pid for pid, owner in _descendants(os.getpid()).items() if owner == uid]
+        targets = [pid for pid, owner in _descendants(os.getpid()).items() if uid is None or owner == uid]
         if not targets:
             break
         for pid in targets:

@@ -7,7 +7,7 @@ from typing import Any
 
 from grader.render import points
 
-_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
+MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
 LEGEND = ("PASS every case matched · FAIL an answer differs (shown above) · ERROR your code raised, or a cell "
           "before it did · MISSING a name the exercise needs is not defined · TIMEOUT it ran past its time limit")
 
@@ -30,7 +30,7 @@ def result_text(result: dict[str, Any]) -> str:
         lines.append(f"note: {len(result['as_submitted'])} stored output(s) differ from the fresh run "
                      "(the report shows both; only the fresh run counts)")
     for e in result["exercises"]:
-        lines.append(f"{_MARK[e['status']]:<8} {e['id']:<20}" + ("" if check else f" {points(e['score'])}/{points(e['max_score'])}"))
+        lines.append(f"{MARKS[e['status']]:<8} {e['id']:<20}" + ("" if check else f" {points(e['score'])}/{points(e['max_score'])}"))
         if e["status"] != "passed":
             lines += [f"         {m}" for m in e["messages"]]
     passed = sum(1 for e in result["exercises"] if e["status"] == "passed")

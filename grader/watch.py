@@ -1,0 +1,156 @@
+"""`grader check --watch`: re-check a notebook on every save, from a warm template, printing what changed.
+
+Each re-check is a whole `check`: a fresh kernel, the student's cells, the
+public cases, and the verdict reached here, outside the kernel. What makes it
+fast is kept between checks: where bubblewrap works, the lesson's warm
+template (its imports done once), from which each check's kernel is forked
+and isolated as a batch's are; and in this process, the lesson, its checks
+and the grader's own imports. Without bubblewrap each check runs in a fresh
+unsandboxed kernel, as `check` does, and the watcher says so once.
+
+A save is seen by polling the file's size, time and inode (editors that save
+by renaming a new file over the old one included). A notebook caught mid-save
+(JSON that does not parse yet) is skipped silently until it does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from grader import grading, leftovers, render_text, sandbox, zygote
+from grader.errors import GraderError
+from grader.options import Options
+
+POLL_SECONDS = 0.25
+
+
+def watch_options(options: Options) -> tuple[Options, str]:
+    """The options of every re-check (warm and sandboxed where bubblewrap works here), and what to say once
+    when it does not ("" when it does)."""
+    report = sandbox.plan(options.limits, "bwrap" if options.sandbox == "bwrap" else "auto")
+    if report.mode == "bwrap":
+        return dataclasses.replace(options, sandbox="bwrap", zygote=True, hash_seed=0), ""
+    if options.sandbox == "bwrap":  # --sandbox insists, as `check --sandbox` does
+        sandbox.plan(options.limits, "bwrap", require=True)
+    return (dataclasses.replace(options, zygote=False),
+            f"grader: watching without a sandbox ({report.missing_reason or 'bubblewrap is not in use'}): each "
+            "re-check runs your code in a fresh kernel of your own, as `grader check` does")
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size, info.st_ino
+
+
+def _complete(path: Path) -> bool:
+    """Whether the file reads as a whole (a notebook mid-save is JSON cut short)."""
+    if path.suffix.lower() != ".ipynb":
+        return True
+    try:
+        json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _verdicts(data: dict[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {e["id"]: (e["status"], tuple(e.get("messages") or ())) for e in data.get("exercises", [])}
+
+
+def changes(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
+    """What a re-check changed, for the terminal: the whole check the first time, then only the exercises whose
+    status or messages moved (or that nothing did), with the count that pass."""
+    if before is None or before.get("status") != "graded" or after.get("status") != "graded":
+        return render_text.result_text(after)
+    old, new = _verdicts(before), _verdicts(after)
+    passing = sum(1 for status, _ in new.values() if status == "passed")
+    lines = [f"re-checked at {time.strftime('%H:%M:%S')}: {passing} of {len(new)} exercises pass the public checks"]
+    for exercise, (status, messages) in new.items():
+        was = old.get(exercise)
+        if was == (status, messages):
+            continue
+        mark = render_text.MARKS.get(status, status.upper())
+        lines.append(f"{mark:<8} {exercise}" + (f" (was {render_text.MARKS.get(was[0], was[0])})" if was and was[0] != status else ""))
+        lines += [f"         {m}" for m in messages] if status != "passed" else []
+    if len(lines) == 1:
+        lines.append("no change")
+    return "\n".join(lines)
+
+
+class Watcher:
+    """One notebook watched: `poll` re-checks it when it changed and returns what to print (None: nothing)."""
+
+    def __init__(self, path: Path, lesson_id: str | None, options: Options) -> None:
+        self.path, self.lesson_id, self.options = Path(path), lesson_id, options
+        self.seen: tuple[int, int, int] | None = None
+        self.last: dict[str, Any] | None = None
+
+    def poll(self) -> str | None:
+        signature = _signature(self.path)
+        if signature is None or signature == self.seen or not _complete(self.path):
+            return None  # unchanged, gone for a moment, or mid-save: looked at again on the next poll
+        self.seen = signature
+        return self.check()
+
+    def check(self) -> str:
+        """Check the notebook now; what changed since the last check."""
+        try:
+            result = grading.grade(self.path, self.lesson_id, self.options).to_dict()
+        except GraderError as err:
+            result = grading.rejected(self.path, str(err), self.lesson_id).to_dict()
+        text = changes(self.last, result)
+        self.last = result
+        return text
+
+    def close(self) -> None:
+        """End the warm template and every kernel, the one of a check under way included."""
+        zygote.stop_shared()
+        leftovers.end_leftovers(None)
+
+
+def _in_thread(work: Callable[[], Any]) -> Any:
+    """`work()` in a thread of its own, waited for here: Ctrl-C reaches this thread, never nbclient's handler
+    (which shuts a kernel down under a check and fails it), and stops the watcher even mid-check."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as err:  # noqa: BLE001 - raised again in the waiting thread
+            box["error"] = err
+
+    thread = threading.Thread(target=target, name="grader-check", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def run(path: Path, lesson_id: str | None, options: Options, say: Callable[[str], None],
+        poll_seconds: float = POLL_SECONDS) -> None:
+    """Watch until interrupted (Ctrl-C); nothing this started is left running afterwards."""
+    leftovers.become_subreaper()  # what a kernel leaves behind is reparented here, to be ended with the rest
+    options, note = watch_options(options)
+    if note:
+        say(note)
+    watcher = Watcher(path, lesson_id, options)
+    try:
+        say(f"watching {path} (Ctrl-C to stop)")
+        while True:
+            text = _in_thread(watcher.poll)
+            if text is not None:
+                say(text)
+            time.sleep(poll_seconds)
+    finally:
+        watcher.close()
