@@ -97,3 +97,19 @@ def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(
     rows, count = _recorded(tmp_path / "out")
     assert again.skipped == len(STUDENTS) - len(lost) and count == len(STUDENTS)
     assert all(status == "graded" for status, _ in rows.values())
+
+
+def test_a_task_on_a_worker_without_a_template_still_grades(tmp_path):
+    from grader import cluster, zygote
+
+    notebook = tmp_path / "ada.ipynb"
+    write(handout.solution_notebook(lessons.get(LESSON)), notebook)
+    try:
+        graded = cluster.grade_bytes("ada.ipynb", notebook.read_bytes(), LESSON,
+                                     grading.Options(limits=FAST, seed=5, zygote=True, hash_seed=7), "ada")
+    finally:
+        zygote.stop_shared()
+    assert graded.result.status == "graded" and graded.result.score == graded.result.max_score
+    assert graded.report_html and graded.result.hash_seed == 7
+    if sandbox.plan(FAST).mode == "bwrap":
+        assert graded.result.sandbox["mode"] == "bwrap+zygote"  # the template started on first use
