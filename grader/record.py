@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import escape, files
+from . import escape, files, mistakes
 from .errors import GradebookError
 from .judge import ExerciseResult
 
@@ -213,6 +213,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
                           "kind": _once(e.get("kind")),
                           "messages": list(e.get("messages") or [])[:1] if e["status"] != "passed" else []}
                          for e in data.get("exercises", [])]
+    keep["mistakes"] = mistakes.of_result(data)  # distinct, and few per exercise: the rows stay small
     return keep
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from grader import escape, figure, lessons
+from grader import escape, figure, lessons, mistakes
 from grader.decoded import Opaque
 from grader.evidence import Evidence, Shown
 from grader.errors import LessonError
@@ -306,17 +306,14 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
     distribution = [{"score": f"{s} to <{s + 1}" if s in fractional else str(s), "count": bins.get(s, 0)}
                     for s in range(int(max_score) + 1)]
     exercises = []
+    grouped = mistakes.grouped(graded)
     for ex in lesson.exercises:
         verdicts = [e for r in graded for e in r["exercises"] if e["id"] == ex.id]
         passed = sum(1 for e in verdicts if e["status"] == "passed")
-        failures: Counter[str] = Counter()
-        for e in verdicts:
-            if e["status"] != "passed" and e["messages"]:
-                failures[_generic(e["messages"][0])] += 1
         exercises.append({"id": ex.id, "kind": ex.kind, "passed": passed, "total": len(verdicts),
                           "rate": passed / len(verdicts) if verdicts else 0.0,
                           "statuses": dict(Counter(e["status"] for e in verdicts)),
-                          "top_failures": failures.most_common(3)})
+                          "mistakes": grouped.get(ex.id, [])})
     trouble = [{"student": r["student"], "statuses": sorted({e["status"] for e in r["exercises"]} & {"error", "timeout"})}
                for r in graded if any(e["status"] in ("error", "timeout") for e in r["exercises"])]
     failures = [r for r in results if (r.get("error") or "").startswith(INTERNAL_ERROR)]
@@ -335,15 +332,6 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "late": [r["student"] for r in results if r.get("late")],
             "students": [{"student": r["student"], "name": r.get("name") or "", "status": r["status"], "score": r.get("score", 0),
                           "max_score": r.get("max_score", max_score), "error": r.get("error")} for r in results]}
-
-
-def _generic(message: str) -> str:
-    """A failure message with its numbers and hidden inputs folded, so that alike failures group."""
-    import re
-
-    text = re.sub(r"hidden case `[^`]*`", "hidden case", message)
-    text = re.sub(r"(?<![\w.])-?\d+(\.\d*)?(e-?\d+)?(?![\w])", "#", text)
-    return text[:160]
 
 
 def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = ()) -> str:
