@@ -25,13 +25,13 @@ import shutil
 import signal
 import sqlite3
 import sys
-import textwrap
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import escape, files, finish, grading, host, layouts, lessons, record, render, sign
+from grader import files, finish, grading, host, layouts, lessons, record, render, render_text, sign
+from grader import regrade as regrades
 from grader import roster as class_list
 from grader.errors import GraderError
 
@@ -115,72 +115,75 @@ def _entry_digest(entry: layouts.Entry) -> str:
     return digest(entry.paths[0]) if len(entry.paths) == 1 else _joint_digest(list(entry.paths))
 
 
-class _Progress:
-    def __init__(self, total: int, stream: Any = None) -> None:
-        stream = stream or sys.stderr  # looked up now: the caller may have redirected it
-        self.total, self.done, self.start, self.stream = total, 0, time.monotonic(), stream
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+@dataclass
+class _Plan:
+    """A batch decided before its first grade: what to grade, with which options, into which gradebook."""
 
-    def step(self, student: str, data: dict[str, Any]) -> None:
-        self.done += 1
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / self.done * (self.total - self.done)
-        what = (f"{render.points(data['score'])}/{render.points(data['max_score'])}" if data["status"] == "graded"
-                else textwrap.shorten(f"rejected: {data.get('error') or ''}", 100, placeholder=" ..."))
-        name = (data.get("submitted_as") or {}).get("name") or ""
-        who = f"{name} ({student})" if name else student  # the roster's name where it gives one
-        if self.tty:
-            width = 30
-            filled = int(width * self.done / max(1, self.total))
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                              f"ETA {eta:5.0f} s  {escape.terminal(who[:24]):<24} "
-                              f"{escape.terminal(textwrap.shorten(what, 40, placeholder=' ...')):<40}")
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(escape.terminal(f"graded {self.done}/{self.total} {who} {what} (eta {eta:.0f} s)") + "\n")
-        self.stream.flush()
+    found: layouts.Class
+    book: record.Gradebook
+    todo: list[layouts.Entry]
+    clashes: list[layouts.Entry]
+    skipped: int
+    jobs: int
+    options: grading.Options
+    signing: bool
+    regrading: str | None = None
+    """The regrade under way (record.Gradebook.start_regrade), or None."""
+    per_student: dict[str, grading.Options] = field(default_factory=dict)
+    """A regrade's options for each student (their recorded seeds)."""
+
+
+def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | None, options: grading.Options,
+          scheduler: str | None, regrade: bool) -> _Plan:
+    found = layouts.read(folder, out / "unpacked")
+    files.make_dirs(out / "results")
+    files.make_dirs(out / "reports")
+    signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
+    book = record.Gradebook(out / "gradebook.sqlite")
+    regrading = book.start_regrade(lesson.id) if regrade else None
+    recorded = book.recorded(lesson.id) if regrading else {}
+    todo, clashes, skipped = _sorted(found.entries, book, lesson.id, regrading)
+    jobs = max(1, jobs or default_jobs(options.device))
+    if todo:
+        _refuse_without_isolation(options)
+    # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks
+    # (a cluster's workers fork from templates of their own, cluster.TemplatePlugin, with this one too).
+    hash_seed = options.hash_seed if options.hash_seed is not None else regrades.batch_hash_seed(recorded)
+    hash_seed = hash_seed if hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
+    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
+    per_student = {e.student: regrades.options_for(options, recorded.get(e.student)) for e in todo} if regrading else {}
+    if todo and scheduler is None:
+        grading.prepare(lesson.id, options)
+    return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student)
 
 
 def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
         options: grading.Options = grading.Options(), scheduler: str | None = None,
-        progress: bool = True, roster: str | Path | None = None, began: float | None = None) -> Summary:
+        progress: bool = True, roster: str | Path | None = None, began: float | None = None,
+        regrade: bool = False) -> Summary:
     """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable.
 
+    `regrade`: grade every submission again, each with its recorded seeds (regrade.py), and say what changed.
     `began`: when the command started (monotonic clock), so the summary's time counts its start-up too."""
     began = began if began is not None else time.monotonic()
     out = Path(out)
     lesson = lessons.get(lesson_id)
     members = class_list.read(roster) if roster else None
     with _removed_if_refused(out):
-        found = layouts.read(folder, out / "unpacked")
-        files.make_dirs(out / "results")
-        files.make_dirs(out / "reports")
-        signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
-        book = record.Gradebook(out / "gradebook.sqlite")
-        todo, clashes, skipped = _sorted(found.entries, book, lesson.id)
-        entries = {entry.student: entry for entry in found.entries}
-        jobs = max(1, jobs or default_jobs(options.device))
-        if todo:
-            _refuse_without_isolation(options)
-        # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks.
-        hash_seed = options.hash_seed if options.hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
-        # A cluster's workers fork from templates of their own (cluster.TemplatePlugin), with this hash seed.
-        options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
-        counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
-        named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
-        if todo and scheduler is None:
-            grading.prepare(lesson.id, options)
-    bar = _Progress(len(todo) + len(clashes)) if progress else None
+        plan = _plan(folder, lesson, out, jobs, options, scheduler, regrade)
+    counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
+    named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
+    bar = render_text.Progress(len(plan.todo) + len(plan.clashes)) if progress else None
     profile: list[dict[str, Any]] = []
     cpu_before, submitted = host.cpu_times(), time.monotonic()
+    complete = False
     try:
-        for entry, graded in itertools.chain(_clash_results(clashes, lesson.id),
-                                             _results(todo, lesson.id, options, jobs, scheduler)):
-            graded = replace(graded, result=replace(graded.result, submitted_as=_submitted_as(found.layout, entry, members)))
+        for entry, graded in itertools.chain(_clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
+            graded = replace(graded, result=replace(graded.result,
+                                                    submitted_as=_submitted_as(plan.found.layout, entry, members)))
             worker, storing = graded.worker, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
-            data = _store_safely(out, book, entry, graded, sign.signing_key() if signing else None)
+            data = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None)
             profile.append({"student": entry.student, "record": round(time.monotonic() - storing, 3),
                             "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
                                                             if k in worker},
@@ -188,27 +191,32 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             _tally(counts, named, entry.student, data)
             if bar:
                 bar.step(entry.student, data)
+        complete = True
     finally:
-        absent = _class_files(out, book, lesson, members)
+        absent = _class_files(out, plan, lesson, members, named, complete)
         if profile:
             files.write_text(out / "profile.json", json.dumps(
-                {"jobs": jobs, "seconds": round(time.monotonic() - submitted, 3), "cpu": host.cpu_use(cpu_before, host.cpu_times()),
-                 "submissions": profile}, indent=1))
+                {"jobs": plan.jobs, "seconds": round(time.monotonic() - submitted, 3),
+                 "cpu": host.cpu_use(cpu_before, host.cpu_times()), "submissions": profile}, indent=1))
+    entries = {entry.student for entry in plan.found.entries}
     if members:
         named["missing"] = [row["student"] for row in absent]
         named["outside"] = [student for student in entries if members.find(student) is None]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(signing))
-    return Summary(total=len(entries), skipped=skipped, counts=counts, seconds=time.monotonic() - began,
-                   peak_mb=peak, named=named, layout=found.layout, ignored=found.ignored + found.unread)
+    counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(plan.signing))
+    return Summary(total=len(entries), skipped=plan.skipped, counts=counts, seconds=time.monotonic() - began,
+                   peak_mb=peak, named=named, layout=plan.found.layout,
+                   ignored=plan.found.ignored + plan.found.unread)
 
 
-def _sorted(found: list[layouts.Entry], book: record.Gradebook,
-            lesson_id: str) -> tuple[list[layouts.Entry], list[layouts.Entry], int]:
-    """(to grade, to reject: several files or a refused entry, how many are recorded already unchanged)."""
+def _sorted(found: tuple[layouts.Entry, ...], book: record.Gradebook, lesson_id: str,
+            regrading: str | None = None) -> tuple[list[layouts.Entry], list[layouts.Entry], int]:
+    """(to grade, to reject: several files or a refused entry, how many are recorded already: unchanged, or in a
+    regrade, graded by this regrade already)."""
     todo, clashes, skipped = [], [], 0
     for entry in found:
-        if book.has(lesson_id, entry.student, _entry_digest(entry)):
+        done = book.regraded if regrading else book.has
+        if done(lesson_id, entry.student, _entry_digest(entry), *((regrading,) if regrading else ())):
             skipped += 1
         elif len(entry.paths) == 1 and not entry.refused:
             todo.append(entry)
@@ -227,14 +235,22 @@ def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, da
             named[key].append(student)
 
 
-def _class_files(out: Path, book: record.Gradebook, lesson: lessons.Lesson,
-                 members: class_list.Roster | None) -> list[dict[str, Any]]:
-    """grades.csv and the dashboard from the gradebook's latest rows; returns the roster's absent students."""
+def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_list.Roster | None,
+                 named: dict[str, list[str]], complete: bool) -> list[dict[str, Any]]:
+    """grades.csv, a regrade's changes.csv and the dashboard from the gradebook's latest rows; returns the roster's
+    absent students. A regrade that graded everything (no grader failure left to retry) is finished."""
+    book = plan.book
     try:
         latest = book.latest(lesson.id)
         absent = _absent(members, {r["student"] for r in latest}, lesson.id)
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
-        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent))
+        moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
+        if moved is not None:
+            regrades.write_csv(moved, out / "changes.csv")
+            named["changed"] = [change.line() for change in moved]
+            if complete and not named["failures"]:
+                book.finish_regrade(lesson.id)
+        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent, moved))
     finally:
         book.close()
     return absent
@@ -283,11 +299,12 @@ def _refuse_without_isolation(options: grading.Options) -> None:
                                  "pass --no-sandbox to grade anyway, and student code will be able to read your files")
 
 
-def _store_safely(out: Path, book: record.Gradebook, entry: layouts.Entry, graded: finish.Graded,
+def _store_safely(out: Path, plan: _Plan, entry: layouts.Entry, graded: finish.Graded,
                   key: Any) -> dict[str, Any]:
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
+    book = plan.book
     try:
-        return _store(out, book, entry.student, entry.paths[0], graded, key)
+        return _store(out, book, entry.student, entry.paths[0], graded, key, plan.regrading)
     except (OSError, ValueError, TypeError, sqlite3.Error) as err:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise  # the grader's disk, not the student: stop with the reason
@@ -295,7 +312,7 @@ def _store_safely(out: Path, book: record.Gradebook, entry: layouts.Entry, grade
         reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
         safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
                        digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
-        return _store(out, book, student, entry.paths[0], finish.Graded(safe), key)
+        return _store(out, book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
 
 
 def _joint_digest(paths: list[Path]) -> str:
@@ -315,7 +332,7 @@ def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tup
 
 
 def _store(out: Path, book: record.Gradebook, student: str, path: Path, graded: finish.Graded,
-           key: Any = None) -> dict[str, Any]:
+           key: Any = None, regrading: str | None = None) -> dict[str, Any]:
     """Write one student's files, then the signed result, then the gradebook row; returns what was recorded."""
     result = graded.result
     if not result.digest:
@@ -330,19 +347,20 @@ def _store(out: Path, book: record.Gradebook, student: str, path: Path, graded: 
     files.write_text(out / "reports" / f"{student}.md", graded.report_md)
     data = graded.sealed(key)  # the record edge: JSON from here on
     record.write_json(data, out / "results" / f"{student}.json")
-    book.add(data, data["digest"])
+    book.add(data, data["digest"], regrading)
     return data
 
 
-def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options, jobs: int,
-             scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
+def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
+    todo, options, jobs = plan.todo, plan.options, plan.jobs
     if not todo:
         return
     if scheduler:
         from grader import cluster
 
         by_path = {str(entry.paths[0]): entry for entry in todo}
-        for path, graded in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options):
+        for path, graded in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options,
+                                            plan.per_student):
             yield by_path[str(path)], graded
         return
     # Even one job runs in a worker process: there nbclient's own SIGINT handler (it shuts the kernel down under
@@ -355,7 +373,8 @@ def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options
     pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent)
     try:
         futures: dict[cf.Future[finish.Graded], layouts.Entry] = {
-            pool.submit(grading.grade_one, str(entry.paths[0]), lesson_id, options, entry.student): entry
+            pool.submit(grading.grade_one, str(entry.paths[0]), lesson_id, plan.per_student.get(entry.student, options),
+                        entry.student): entry
             for entry in todo}
         for future in cf.as_completed(list(futures)):
             entry = futures.pop(future)  # a finished future holds its whole result: let it go
@@ -371,27 +390,3 @@ def _results(todo: list[layouts.Entry], lesson_id: str, options: grading.Options
     finally:
         gc.unfreeze()
     pool.shutdown(wait=True)
-
-
-def report_line(summary: Summary) -> str:
-    """The summary for the terminal: one line of counts, then who is behind each problem count."""
-    c = summary.counts
-    line = (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
-            f"{summary.skipped} already recorded; {c.get('errors', 0)} with errors, {c.get('timeouts', 0)} with timeouts; "
-            f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB"
-            + (f"; {c['failures']} failed inside the grader (rerun to retry them)" if c.get("failures") else "")
-            + ("" if c.get("signed") else "; results unsigned (no course key: grader keys init)"))
-    line = f"class layout: {summary.layout}\n" + line
-    if summary.ignored:
-        shown = ", ".join(summary.ignored[:10]) + (f" and {len(summary.ignored) - 10} more" if len(summary.ignored) > 10 else "")
-        line += f"\n  ignored (not submissions): {shown}"
-    labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
-              "failures": "grader failures (rerun to retry)", "missing": "on the roster, no submission",
-              "outside": "not on the roster"}
-    for key, label in labels.items():
-        names = summary.named.get(key, [])
-        if names:
-            shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
-            line += f"\n  {label}: {shown}"
-    return line
-

@@ -244,33 +244,37 @@ def validate_cmd(lesson_id: str, **flags: Any) -> None:
 @click.option("--jobs", type=click.IntRange(min=1), help="Parallel grading jobs (default: two per core, fewer if memory is short).")
 @click.option("--scheduler", help="Address of an existing Dask scheduler (needs the [dask] extra).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
+@click.option("--regrade", is_flag=True,
+              help="Grade every submission again with its recorded seeds (after fixing a lesson); writes changes.csv.")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The class: a CSV of student ids, or Canvas's gradebook export (names, SIS ids, sections).")
 @_sandbox_options
 def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
-              roster: Path | None, **flags: Any) -> None:
+              regrade: bool, roster: Path | None, **flags: Any) -> None:
     """Grade every submission in FOLDER (a folder or a .zip: flat, per-student, nbgrader, Canvas or Moodle
     layout); rerun to resume."""
     began = time.monotonic()
-    from grader import warm_start
+    from grader import render_text, warm_start
 
     options = _options(zygote=not no_zygote, **flags)
     if options.sandbox == "none":
         _echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
-    if options.hash_seed is None:  # one for the whole batch, fixed now: the template's interpreter starts with it
+    # One hash seed for the whole batch, fixed now: the template's interpreter starts with it (a regrade's takes
+    # the one its results recorded, read from the gradebook later).
+    if options.hash_seed is None and not regrade:
         options = replace(options, hash_seed=secrets.randbelow(MAX_HASH_SEED + 1))
-    if scheduler is None:
+    if scheduler is None and not regrade:
         warm_start.start(lesson_id, options)
     from grader import batch as batching
 
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler,
-                               roster=roster, began=began)
+                               roster=roster, began=began, regrade=regrade)
     except KeyboardInterrupt:
         raise _Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None
-    _echo(batching.report_line(summary))
+    _echo(render_text.report_line(summary))
 
 
 @main.command("portfolio")

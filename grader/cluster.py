@@ -81,9 +81,11 @@ def lost(path: Path, lesson_id: str, student: str, err: BaseException) -> finish
     return finish.Graded(grading.rejected(path, why, lesson_id, student))
 
 
-def results(address: str, todo: list[tuple[Path, str]], lesson_id: str,
-            options: grading.Options) -> Iterator[tuple[Path, finish.Graded]]:
-    """Submit every submission to the scheduler at `address`; yield results as they finish."""
+def results(address: str, todo: list[tuple[Path, str]], lesson_id: str, options: grading.Options,
+            per_student: dict[str, grading.Options] | None = None) -> Iterator[tuple[Path, finish.Graded]]:
+    """Submit every submission to the scheduler at `address` (with its student's own options, where a regrade
+    gives them); yield results as they finish."""
+    per_student = per_student or {}
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -94,8 +96,9 @@ def results(address: str, todo: list[tuple[Path, str]], lesson_id: str,
         raise GraderError(f"cannot reach the Dask scheduler at {address}: {err}") from None
     with client:
         client.register_plugin(TemplatePlugin(lesson_id, options), name=PLUGIN)
-        futures = {client.submit(grade_bytes, path.name, path.read_bytes(), lesson_id, options, student, pure=False):
-                   (path, student) for path, student in todo}
+        futures = {client.submit(grade_bytes, path.name, path.read_bytes(), lesson_id,
+                                 per_student.get(student, options), student, pure=False): (path, student)
+                   for path, student in todo}
         for future in as_completed(futures):
             path, student = futures.pop(future)
             try:

@@ -8,8 +8,9 @@ interrupted and restarted grades only what is missing and loses nothing.
 from __future__ import annotations
 
 import json
-import sys
 import sqlite3
+import sys
+import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
@@ -139,21 +140,80 @@ class Gradebook:
                 " status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT, result_json TEXT NOT NULL,"
                 " PRIMARY KEY (lesson, student, digest))"
             )
+            self._upgrade()
             self.db.commit()
         except sqlite3.DatabaseError as err:  # another file under the gradebook's name: leave it as it is
             self.db.close()
             raise GradebookError(f"{self.path} is not a gradebook this tool can use ({err})") from None
+
+    def _upgrade(self) -> None:
+        """Regrades (a gradebook of an earlier version gains these on open; its rows stay as they were): the
+        regrade that wrote a row, earlier grades a regrade replaced, and a regrade under way per lesson."""
+        if "regrade" not in {row[1] for row in self.db.execute("PRAGMA table_info(grades)")}:
+            self.db.execute("ALTER TABLE grades ADD COLUMN regrade TEXT")
+        self.db.execute("CREATE TABLE IF NOT EXISTS history (lesson TEXT NOT NULL, student TEXT NOT NULL,"
+                        " digest TEXT NOT NULL, status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT,"
+                        " result_json TEXT NOT NULL, replaced_by TEXT NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS regrades (lesson TEXT PRIMARY KEY, id TEXT NOT NULL)")
+
+    def start_regrade(self, lesson: str) -> str:
+        """The regrade of this lesson under way (resumed), or a new one."""
+        row = self.db.execute("SELECT id FROM regrades WHERE lesson=?", (lesson,)).fetchone()
+        if row:
+            return str(row[0])
+        regrade = uuid.uuid4().hex
+        self.db.execute("INSERT INTO regrades VALUES (?, ?)", (lesson, regrade))
+        self.db.commit()
+        return regrade
+
+    def finish_regrade(self, lesson: str) -> None:
+        """Every submission was graded again: the next `--regrade` starts a new one."""
+        self.db.execute("DELETE FROM regrades WHERE lesson=?", (lesson,))
+        self.db.commit()
+
+    def regraded(self, lesson: str, student: str, digest: str, regrade: str) -> bool:
+        """Whether this regrade already recorded this submission (a grader failure does not count)."""
+        row = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?"
+                              " AND regrade=?", (lesson, student, digest, regrade)).fetchone()
+        return row is not None and not _retryable(*row)
+
+    def recorded(self, lesson: str) -> dict[str, dict[str, Any]]:
+        """Each student's latest result (in full), for a regrade's seeds."""
+        latest: dict[str, dict[str, Any]] = {}
+        for data in self.rows(lesson):
+            latest[data["student"]] = data
+        return latest
+
+    def changed_by(self, lesson: str, regrade: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(the grade a regrade replaced, the grade it recorded), per student it regraded, by student."""
+        pairs = []
+        for (student, text) in self.db.execute("SELECT student, result_json FROM grades WHERE lesson=? AND regrade=?"
+                                               " ORDER BY student", (lesson, regrade)).fetchall():
+            old = self.db.execute("SELECT result_json FROM history WHERE lesson=? AND student=? AND replaced_by=?"
+                                  " ORDER BY graded_at DESC, rowid DESC LIMIT 1", (lesson, student, regrade)).fetchone()
+            if old:
+                pairs.append((json.loads(old[0]), json.loads(text)))
+        return pairs
 
     def has(self, lesson: str, student: str, digest: str) -> bool:
         """Whether this exact submission is already recorded (a grader failure does not count)."""
         row = self._stored((lesson, student, digest))
         return row is not None and not _retryable(*row)
 
-    def add(self, data: dict[str, Any], digest: str) -> bool:
-        """Record a result once; only a grader failure is ever replaced. True if added."""
+    def add(self, data: dict[str, Any], digest: str, regrade: str | None = None) -> bool:
+        """Record a result once; only a grader failure is ever replaced. True if added.
+
+        In a regrade, the student's earlier rows of this lesson move to the history table first (a grader
+        failure of this very regrade is simply replaced), so the row holds the current grade."""
         key = (data.get("lesson") or "", data["student"], digest)
+        if regrade is not None:
+            self.db.execute("INSERT INTO history SELECT lesson, student, digest, status, score, max_score, graded_at,"
+                            " result_json, ? FROM grades WHERE lesson=? AND student=? AND regrade IS NOT ?",
+                            (regrade,) + key[:2] + (regrade,))
+            self.db.execute("DELETE FROM grades WHERE lesson=? AND student=?", key[:2])
         values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"), dumps(data))
-        cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?)", key + values)
+        cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 key + values + (regrade,))
         if cursor.rowcount != 1 and _retryable(*self._stored(key)):
             cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=?"
                                      " WHERE lesson=? AND student=? AND digest=?", values + key)

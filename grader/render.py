@@ -295,7 +295,8 @@ def markdown_environment() -> jinja2.Environment:
     return env
 
 
-def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = ()) -> dict[str, Any]:
+def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
+                   changes: list[Any] | None = None) -> dict[str, Any]:
     """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students."""
     from collections import Counter
 
@@ -330,13 +331,15 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "exercises": exercises, "trouble": trouble,
             "absent": list(absent), "outside": [r["student"] for r in results if r.get("on_roster") is False],
             "late": [r["student"] for r in results if r.get("late")],
+            "regraded": changes is not None, "changes": list(changes or []),
             "students": [{"student": r["student"], "name": r.get("name") or "", "status": r["status"], "score": r.get("score", 0),
                           "max_score": r.get("max_score", max_score), "error": r.get("error")} for r in results]}
 
 
-def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = ()) -> str:
-    """The instructor's batch dashboard (`OUTDIR/index.html`)."""
-    return environment().get_template("dashboard.html.j2").render(d=dashboard_data(results, lesson, absent))
+def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
+                   changes: list[Any] | None = None) -> str:
+    """The instructor's batch dashboard (`OUTDIR/index.html`); after a regrade, with what it changed."""
+    return environment().get_template("dashboard.html.j2").render(d=dashboard_data(results, lesson, absent, changes))
 
 
 def portfolio_index(students: list[str], entries: list[dict[str, Any]], keys: list[str] | None = None) -> str:

@@ -1,10 +1,14 @@
 """Results as plain text for a terminal: `grader check`, `grader grade` and `grader validate` print these, and
-the platforms' feedback files carry them."""
+the platforms' feedback files carry them; a batch's progress and its closing summary too."""
 
 from __future__ import annotations
 
+import sys
+import textwrap
+import time
 from typing import Any
 
+from grader import escape
 from grader.render import points
 
 MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
@@ -57,3 +61,56 @@ def validation_text(outcome: Any) -> str:
     else:
         lines.append("sound")
     return "\n".join(lines)
+
+
+class Progress:
+    """A batch's progress on stderr: a bar on a terminal, a line per submission otherwise."""
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        stream = stream or sys.stderr  # looked up now: the caller may have redirected it
+        self.total, self.done, self.start, self.stream = total, 0, time.monotonic(), stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def step(self, student: str, data: dict[str, Any]) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        what = (f"{points(data['score'])}/{points(data['max_score'])}" if data["status"] == "graded"
+                else textwrap.shorten(f"rejected: {data.get('error') or ''}", 100, placeholder=" ..."))
+        name = (data.get("submitted_as") or {}).get("name") or ""
+        who = f"{name} ({student})" if name else student  # the roster's name where it gives one
+        if self.tty:
+            width = 30
+            filled = int(width * self.done / max(1, self.total))
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                              f"ETA {eta:5.0f} s  {escape.terminal(who[:24]):<24} "
+                              f"{escape.terminal(textwrap.shorten(what, 40, placeholder=' ...')):<40}")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(escape.terminal(f"graded {self.done}/{self.total} {who} {what} (eta {eta:.0f} s)") + "\n")
+        self.stream.flush()
+
+
+def report_line(summary: Any) -> str:
+    """The summary for the terminal: one line of counts, then who is behind each problem count."""
+    c = summary.counts
+    line = (f"{summary.total} submissions: {c.get('graded', 0)} graded, {c.get('rejected', 0)} rejected, "
+            f"{summary.skipped} already recorded; {c.get('errors', 0)} with errors, {c.get('timeouts', 0)} with timeouts; "
+            f"{summary.seconds:.1f} s; parent peak memory {summary.peak_mb:.0f} MB"
+            + (f"; {c['failures']} failed inside the grader (rerun to retry them)" if c.get("failures") else "")
+            + ("" if c.get("signed") else "; results unsigned (no course key: grader keys init)"))
+    line = f"class layout: {summary.layout}\n" + line
+    if summary.ignored:
+        shown = ", ".join(summary.ignored[:10]) + (f" and {len(summary.ignored) - 10} more" if len(summary.ignored) > 10 else "")
+        line += f"\n  ignored (not submissions): {shown}"
+    labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
+              "failures": "grader failures (rerun to retry)", "missing": "on the roster, no submission",
+              "outside": "not on the roster", "changed": "grades the regrade moved (changes.csv)"}
+    for key, label in labels.items():
+        names = summary.named.get(key, [])
+        if names:
+            shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+            line += f"\n  {label}: {shown}"
+    return line
+

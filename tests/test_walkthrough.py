@@ -295,11 +295,11 @@ def test_check_and_grade_with_sandbox_refuse_in_one_line_where_bubblewrap_is_mis
 
 
 def test_progress_lines_cut_a_long_reason_between_words_and_name_the_student():
-    from grader import batch
+    from grader import render_text
 
     stream = io.StringIO()
     reason = "the notebook could not be read as JSON " * 5
-    batch._Progress(1, stream).step("1002", {"status": "rejected", "error": reason,
+    render_text.Progress(1, stream).step("1002", {"status": "rejected", "error": reason,
                                              "submitted_as": {"name": "Bitdiddle, Ben"}})
     line = stream.getvalue().strip()
     assert "Bitdiddle, Ben (1002)" in line

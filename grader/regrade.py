@@ -1,0 +1,105 @@
+"""Regrade: every submission graded again with the seeds its result recorded, and what that changed.
+
+`grader batch --regrade` grades each submission again even when nothing of it
+changed: after a fix to a lesson's reference or a hidden case, the grade must
+follow. Each student keeps the hidden-case seed and the hash seed of their
+recorded result, so freshly drawn cases never move a grade by chance (the
+batch's warm template runs with the hash seed most results recorded; a
+student recorded with another one gets a kernel started with theirs). The
+gradebook's row holds the new grade and the replaced ones move to its history
+table; `changes.csv`, the summary and the dashboard say who moved, from what
+to what, per exercise, and which digest (lesson, reference, submission) changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader import escape, files
+from grader.options import Options
+
+DIGESTS = ("lesson", "reference", "submission")
+
+
+def batch_hash_seed(recorded: dict[str, dict[str, Any]]) -> int | None:
+    """The hash seed most recorded results were graded with (the template's), or None when none is recorded."""
+    seeds = Counter(data.get("hash_seed") for data in recorded.values() if isinstance(data.get("hash_seed"), int))
+    return seeds.most_common(1)[0][0] if seeds else None
+
+
+def options_for(options: Options, recorded: dict[str, Any] | None) -> Options:
+    """A student's options for the regrade: their recorded seeds; a kernel of its own when their hash seed is not
+    the template's."""
+    if not recorded or recorded.get("status") != "graded":
+        return options
+    seed, hash_seed = recorded.get("seed"), recorded.get("hash_seed")
+    changes: dict[str, Any] = {}
+    if isinstance(seed, int):
+        changes["seed"] = seed
+    if isinstance(hash_seed, int) and hash_seed != options.hash_seed:
+        changes.update(hash_seed=hash_seed, zygote=False)
+    return dataclasses.replace(options, **changes)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One student whose grade a regrade moved."""
+
+    student: str
+    before: float | None
+    after: float | None
+    max_score: float | None
+    exercises: tuple[str, ...]
+    """`id: before -> after`, marked `(measured)` for an exercise graded on what was measured while grading."""
+    digests: tuple[str, ...]
+    """Which of DIGESTS differ between the two grades."""
+    graded_before: str
+    graded_after: str
+
+    def line(self) -> str:
+        return (f"{self.student} {_score(self.before)} -> {_score(self.after)}"
+                + (f" ({'; '.join(self.exercises)})" if self.exercises else ""))
+
+
+def _score(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "rejected"
+
+
+def _exercise_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, ...]:
+    old = {e["id"]: e for e in before.get("exercises") or []}
+    lines = []
+    for new in after.get("exercises") or []:
+        was = old.get(new["id"], {})
+        if (was.get("score"), was.get("status")) != (new["score"], new["status"]):
+            mark = " (measured)" if new.get("kind") == "measured" else ""
+            lines.append(f"{new['id']}: {was.get('status', 'absent')} {_score(was.get('score'))} -> "
+                         f"{new['status']} {_score(new['score'])}{mark}")
+    return tuple(lines)
+
+
+def changes(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[Change]:
+    """The students whose grade moved (score, status or an exercise's verdict), from (before, after) pairs."""
+    moved = []
+    for before, after in pairs:
+        exercises = _exercise_changes(before, after)
+        score = lambda data: data.get("score") if data.get("status") == "graded" else None  # noqa: E731
+        if score(before) == score(after) and before.get("status") == after.get("status") and not exercises:
+            continue
+        old, new = before.get("digests") or {}, after.get("digests") or {}
+        moved.append(Change(str(after.get("student")), score(before), score(after), after.get("max_score"), exercises,
+                            tuple(k for k in DIGESTS if old.get(k) != new.get(k)),
+                            str(before.get("graded_at") or ""), str(after.get("graded_at") or "")))
+    return moved
+
+
+def write_csv(moved: list[Change], path: str | Path) -> None:
+    """`changes.csv`: one row per student whose grade a regrade moved (beside `grades.csv`)."""
+    rows: list[list[Any]] = [["student", "before", "after", "max_score", "exercises changed", "digests changed",
+                              "graded before", "graded after"]]
+    rows += [[c.student, _score(c.before), _score(c.after), c.max_score, "; ".join(c.exercises), ", ".join(c.digests),
+              c.graded_before, c.graded_after] for c in moved]
+    files.write_text(path, escape.csv_text(rows))
