@@ -30,7 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import files, finish, grading, host, layouts, lessons, record, render, render_text, sign
+from grader import (files, finish, grading, host, layouts, lessons, record, render, render_similarity, render_text, sign,
+                    similarity)
 from grader import regrade as regrades
 from grader import roster as class_list
 from grader.errors import GraderError
@@ -250,7 +251,9 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
             named["changed"] = [change.line() for change in moved]
             if complete and not named["failures"]:
                 book.finish_regrade(lesson.id)
-        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent, moved))
+        similar = similarity.of_batch(out, lesson)
+        files.write_text(out / "similarity.html", render_similarity.similarity_html(similar, lesson))
+        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent, moved, similar))
     finally:
         book.close()
     return absent

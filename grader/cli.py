@@ -11,7 +11,6 @@ before it imports the grading machinery, so the two overlap.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import sys
@@ -277,6 +276,25 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
     _echo(render_text.report_line(summary))
 
 
+@main.command("similarity")
+@click.argument("out_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--lesson", "lesson_id", help="The batch's lesson (default: read from its results).")
+@click.option("--json", "json_path", help="Write the pairs as JSON here ('-' for standard output).")
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0), help="Flag pairs scoring above this (default 0.6).")
+def similarity_cmd(out_dir: Path, lesson_id: str | None, json_path: str | None, threshold: float | None) -> None:
+    """Flag pairs of students in a batch's OUT_DIR whose written code or explanations match, for review."""
+    from grader import files, lessons, record, render_similarity, similarity
+
+    lesson = lessons.get(lesson_id or similarity.batch_lesson(out_dir))
+    found = similarity.of_batch(out_dir, lesson, similarity.THRESHOLD if threshold is None else threshold)
+    files.write_text(out_dir / "similarity.html", render_similarity.similarity_html(found, lesson))
+    if json_path:  # "-": standard output, and nothing else there
+        (sys.stdout.write if json_path == "-" else lambda text: files.write_text(json_path, text))(
+            record.dumps(found.as_json()))
+    if json_path != "-":
+        _echo(found.summary() + f"; see {out_dir / 'similarity.html'}")
+
+
 @main.command("portfolio")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", "out_file", required=True, type=_FILE, help="The zip to write.")
@@ -367,24 +385,10 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
     as root only if the instructor set GRADER_ALLOW_ROOT_KERNEL=1, and the output then says so. The result is
     written after every process of the kernel's is gone, into a folder only root may write.
     """
-    from grader import files, grading, platforms
+    from grader import platforms
 
-    began = time.monotonic()
-    results = files.make_dirs(root / "results")
-    if os.geteuid() == 0:
-        os.chown(results, 0, 0)
-    results.chmod(0o755)  # the kernel's user (nobody) may read the results folder, never write in it
     allow_root = os.environ.get("GRADER_ALLOW_ROOT_KERNEL") == "1"
-    found = layouts.files_under(root / "submission") if (root / "submission").is_dir() else []
-    if len(found) == 1:
-        data = grading.grade_one(found[0], lesson_id, _options(sandbox="none" if allow_root else None),
-                                 student="submission").result.to_dict()
-    else:
-        why = ("no file was submitted" if not found else
-               f"{len(found)} files were submitted ({', '.join(p.name for p in found[:5])}): submit one notebook")
-        data = grading.rejected(root / "submission", why, lesson_id, "submission").to_dict()
-    graded = platforms.gradescope_results(data, time.monotonic() - began)
-    files.write_text(results / "results.json", json.dumps(graded, indent=2))
+    graded, data, results = platforms.gradescope_run(root, lesson_id, _options(sandbox="none" if allow_root else None))
     _echo(f"{graded['score']:g} points; results in {results / 'results.json'}")
     box = data.get("sandbox") or {}
     if box:

@@ -296,7 +296,7 @@ def markdown_environment() -> jinja2.Environment:
 
 
 def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
-                   changes: list[Any] | None = None) -> dict[str, Any]:
+                   changes: list[Any] | None = None, similar: Any = None) -> dict[str, Any]:
     """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students."""
     from collections import Counter
 
@@ -332,14 +332,27 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "absent": list(absent), "outside": [r["student"] for r in results if r.get("on_roster") is False],
             "late": [r["student"] for r in results if r.get("late")],
             "regraded": changes is not None, "changes": list(changes or []),
+            "similar": None if similar is None else _similar(similar),
             "students": [{"student": r["student"], "name": r.get("name") or "", "status": r["status"], "score": r.get("score", 0),
                           "max_score": r.get("max_score", max_score), "error": r.get("error")} for r in results]}
 
 
+DASHBOARD_PAIRS = 50
+"""Flagged pairs listed on the dashboard (similarity.html shows more, `grader similarity --json` all)."""
+
+
+def _similar(report: Any) -> dict[str, Any]:
+    pairs = [{"kind": kind, "students": p.students, "score": p.score, "shared": p.shared}
+             for kind in ("code", "prose") for p in getattr(report, kind) if p.flagged]
+    return {"threshold": report.threshold, "pairs": pairs[:DASHBOARD_PAIRS], "more": len(pairs) - DASHBOARD_PAIRS}
+
+
 def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
-                   changes: list[Any] | None = None) -> str:
-    """The instructor's batch dashboard (`OUTDIR/index.html`); after a regrade, with what it changed."""
-    return environment().get_template("dashboard.html.j2").render(d=dashboard_data(results, lesson, absent, changes))
+                   changes: list[Any] | None = None, similar: Any = None) -> str:
+    """The instructor's batch dashboard (`OUTDIR/index.html`); after a regrade, with what it changed; with the
+    pairs of similar work flagged for review (similarity.Report), where it was computed."""
+    data = dashboard_data(results, lesson, absent, changes, similar)
+    return environment().get_template("dashboard.html.j2").render(d=data)
 
 
 def portfolio_index(students: list[str], entries: list[dict[str, Any]], keys: list[str] | None = None) -> str:

@@ -79,6 +79,8 @@ def test_a_mixed_class_is_recorded_completely(tmp_path):
     assert "rejected: eli.ipynb: not valid notebook JSON" in result.stderr  # the progress line says why
     dashboard = (out / "index.html").read_text()
     assert "Where the measured numbers ran" in dashboard and results["ada"]["environment"]["cpu_model"] in dashboard
+    assert "Similar work, flagged for review" in dashboard and (out / "similarity.html").is_file()
+    assert "Mistakes, grouped" in dashboard
     assert results["ada"]["score"] == 9.0
     assert results["ben"]["score"] == 8.0
     assert results["eli"]["status"] == "rejected" and results["fay"]["status"] == "rejected"

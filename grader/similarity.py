@@ -1,0 +1,266 @@
+"""Similarity: pairs of students whose written code (or explanations) match far more than chance, for review.
+
+Only what a student wrote is compared. Their code cells are tokenised with
+what disguises a copy normalised away (every identifier is one token, every
+number and string literal another; comments, spacing and line breaks are
+dropped), each top-level statement on its own, so reordering functions
+changes nothing. Fingerprints are winnowed k-grams of those tokens (MOSS's
+scheme). The lesson's handout is removed by fingerprint, not by cell tags or
+ids (which students lose or copy), and so is any fingerprint that most of the
+class shares. Markdown cells beyond the handout's are compared the same way
+over words, and reported apart.
+
+A pair's score is the share of the smaller side's fingerprints that the
+other side has too (0..1); pairs are found through a shared-fingerprint
+index, never by comparing every pair. A pair above the threshold is flagged
+for review, with its matching lines; nothing here says who copied whom, or
+that anyone did.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import keyword
+import re
+import tokenize
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+THRESHOLD = 0.6
+"""Default flagging score. On the test class (tests/test_similarity.py) every disguised copy scored 1.0 and
+every other pair (independently written correct solutions, untouched handouts) at most 0.008
+(`python bench/similarity.py` prints both again): 0.6 leaves room for a copy with more of its own added."""
+K, WINDOW = 10, 5
+"""k-gram length (tokens) and winnowing window: a shared run of K + WINDOW - 1 tokens is always caught."""
+WORDS_K, WORDS_WINDOW = 6, 4
+"""The same for explanations, over words."""
+MOST = 0.5
+"""A fingerprint found in more than this share of the class (and in at least MOST_AT_LEAST students) is ignored."""
+MOST_AT_LEAST = 4
+MIN_FINGERPRINTS = 8
+"""Fewer fingerprints than this (the handout, barely touched) are too little to compare."""
+SHOWN_BELOW = 50
+"""Pairs below the threshold whose matching lines are kept (the best ones, for `--json` and the page)."""
+
+
+@dataclass
+class Written:
+    """What one student wrote: code lines and their fingerprints (hash -> lines), and the same for prose."""
+
+    student: str
+    code: list[str] = field(default_factory=list)
+    code_prints: dict[int, set[int]] = field(default_factory=dict)
+    prose: list[str] = field(default_factory=list)
+    prose_prints: dict[int, set[int]] = field(default_factory=dict)
+
+
+def winnow(tokens: list[tuple[str, int]], k: int, window: int) -> dict[int, set[int]]:
+    """Fingerprints of a token stream: the smallest k-gram hash of every window (by position, rightmost on ties),
+    each with the lines its k-gram spans. Python's own hash of the k-gram suffices: fingerprints are only ever
+    compared within one run."""
+    words = [t for t, _ in tokens]
+    grams = [(hash(tuple(words[i:i + k])), {tokens[i][1], tokens[i + k - 1][1]})
+             for i in range(len(tokens) - k + 1)]
+    chosen: dict[int, set[int]] = {}
+    for start in range(max(1, len(grams) - window + 1)):
+        span = grams[start:start + window]
+        if not span:
+            break
+        value, lines = min(reversed(span), key=lambda gram: gram[0])
+        chosen.setdefault(value, set()).update(lines)
+    return chosen
+
+
+def _code_tokens(source: str, offset: int) -> list[list[tuple[str, int]]]:
+    """Normalised tokens of each top-level statement (lines numbered from `offset`)."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    text = "\n".join(lines) + "\n"
+    try:
+        spans = [(node.lineno, node.end_lineno or node.lineno) for node in ast.parse(text).body]
+    except (SyntaxError, ValueError, RecursionError):
+        spans = [(1, len(lines))]
+    tokens: list[tuple[str, int]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME:
+                tokens.append((tok.string if keyword.iskeyword(tok.string) else "V", tok.start[0]))
+            elif tok.type == tokenize.NUMBER:
+                tokens.append(("N", tok.start[0]))
+            elif tok.type == tokenize.STRING:
+                tokens.append(("S", tok.start[0]))
+            elif tok.type == tokenize.OP:
+                tokens.append((tok.string, tok.start[0]))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return [[(t, line + offset) for t, line in tokens if lo <= line <= hi] for lo, hi in spans]
+
+
+def _words(text: str, offset: int) -> list[tuple[str, int]]:
+    return [(word, number + offset) for number, line in enumerate(text.lower().splitlines())
+            for word in re.findall(r"[a-z0-9]+", line)]
+
+
+def _add(into: dict[int, set[int]], found: dict[int, set[int]]) -> None:
+    for value, lines in found.items():
+        into.setdefault(value, set()).update(lines)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cell_prints(source: str, code: bool) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """One cell's fingerprints with the cell's own line numbers; a class's notebooks repeat the handout's cells
+    verbatim, so each distinct cell is fingerprinted once."""
+    found: dict[int, set[int]] = {}
+    if code:
+        for block in _code_tokens(source, 0):
+            _add(found, winnow(block, K, WINDOW))
+    else:
+        _add(found, winnow(_words(source, 0), WORDS_K, WORDS_WINDOW))
+    return tuple((value, tuple(lines)) for value, lines in found.items())
+
+
+def written(student: str, notebook: Any) -> Written:
+    """A notebook's code and Markdown, fingerprinted (the handout is removed later, by fingerprint)."""
+    mine = Written(student)
+    for cell in notebook.cells:
+        source, kind = str(cell.get("source", "")), cell.get("cell_type")
+        if kind not in ("code", "markdown"):
+            continue
+        text, prints = (mine.code, mine.code_prints) if kind == "code" else (mine.prose, mine.prose_prints)
+        offset = len(text)
+        text += source.splitlines()
+        for value, lines in _cell_prints(source, kind == "code"):
+            prints.setdefault(value, set()).update(line + offset for line in lines)
+    return mine
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two students and how much of their written work matches."""
+
+    students: tuple[str, str]
+    score: float
+    flagged: bool
+    shared: int
+    """Fingerprints the two share (after the handout and the class's common ones are removed)."""
+    lines: tuple[tuple[int, ...], tuple[int, ...]]
+    """Each side's lines that hold shared fingerprints (0-based, into its `code` or `prose`)."""
+
+    def fragments(self, texts: tuple[list[str], list[str]]) -> list[dict[str, Any]]:
+        """The matching runs of lines on each side, as text."""
+        return [{"student": student, "lines": [first + 1, last + 1], "text": "\n".join(text[first:last + 1])}
+                for student, lines, text in zip(self.students, self.lines, texts) for first, last in _runs(lines)]
+
+
+def _runs(lines: tuple[int, ...]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for line in sorted(lines):
+        if runs and line <= runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], line)
+        else:
+            runs.append((line, line))
+    return runs
+
+
+def compare(prints: dict[str, dict[int, set[int]]], given: set[int], threshold: float) -> list[Pair]:
+    """Every pair that shares a fingerprint, scored, best first; `given` (the handout's) and the class's common
+    fingerprints are left out first."""
+    counts = Counter(value for found in prints.values() for value in found)
+    common = {value for value, n in counts.items() if n > MOST * len(prints) and n >= MOST_AT_LEAST}
+    kept = {student: {v: lines for v, lines in found.items() if v not in given and v not in common}
+            for student, found in prints.items()}
+    index: dict[int, list[str]] = defaultdict(list)
+    for student in sorted(kept):
+        for value in kept[student]:
+            index[value].append(student)
+    shared: Counter[tuple[str, str]] = Counter()
+    for students in index.values():
+        shared.update(combinations(students, 2))
+    scored = []
+    for (a, b), n in shared.items():
+        smaller = min(len(kept[a]), len(kept[b]))
+        scored.append((round(n / smaller, 4) if smaller >= MIN_FINGERPRINTS else 0.0, (a, b), n))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    pairs, shown = [], 0
+    for score, (a, b), n in scored:
+        flagged = score > threshold
+        lines: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+        if flagged or shown < SHOWN_BELOW:  # the lines are worked out only for the pairs anyone will see
+            shown += not flagged
+            both = kept[a].keys() & kept[b].keys()
+            lines = (tuple(sorted({line for v in both for line in kept[a][v]})),
+                     tuple(sorted({line for v in both for line in kept[b][v]})))
+        pairs.append(Pair((a, b), score, flagged, n, lines))
+    return pairs
+
+
+@dataclass(frozen=True)
+class Report:
+    """A class's similarity: code pairs and explanation pairs, each best first."""
+
+    threshold: float
+    code: list[Pair]
+    prose: list[Pair]
+    students: dict[str, Written]
+
+    def as_json(self, unflagged: int = 50) -> dict[str, Any]:
+        """`--json`'s form: every flagged pair, then the best `unflagged` others, per kind."""
+        def listed(pairs: list[Pair], kind: str) -> list[dict[str, Any]]:
+            chosen = [p for p in pairs if p.flagged] + [p for p in pairs if not p.flagged][:min(unflagged, SHOWN_BELOW)]
+            return [{"students": list(p.students), "score": p.score, "flagged": p.flagged, "shared": p.shared,
+                     "fragments": p.fragments(tuple(getattr(self.students[s], kind) for s in p.students))}
+                    for p in chosen]
+        return {"threshold": self.threshold, "pairs": listed(self.code, "code"),
+                "explanations": listed(self.prose, "prose")}
+
+
+    def summary(self) -> str:
+        """One line for the terminal: how many were compared and which pairs are flagged for review."""
+        flagged = [p for kind in (self.code, self.prose) for p in kind if p.flagged]
+        shown = ", ".join(f"{' & '.join(p.students)} ({p.score})" for p in flagged[:10])
+        return (f"{len(self.students)} notebooks compared; {len(flagged)} pair(s) flagged for review above "
+                f"{self.threshold}" + (f": {shown}" if shown else "") + (" and more" if len(flagged) > 10 else ""))
+
+
+def batch_lesson(out: Path) -> str:
+    """The lesson of a batch's results (the first result that names one)."""
+    import json
+
+    from grader.errors import GraderError
+
+    for path in sorted((out / "results").glob("*.json")):
+        try:
+            lesson = json.loads(path.read_text(encoding="utf-8")).get("lesson")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if lesson:
+            return str(lesson)
+    raise GraderError(f"{out}: no batch results name a lesson; pass --lesson")
+
+
+def analyse(notebooks: dict[str, Any], handout: Any, threshold: float = THRESHOLD) -> Report:
+    """The similarity of a class's notebooks (student -> notebook), the lesson's handout notebook removed."""
+    students = {student: written(student, nb) for student, nb in notebooks.items()}
+    given = written("", handout)
+    return Report(threshold, compare({s: w.code_prints for s, w in students.items()}, set(given.code_prints), threshold),
+                  compare({s: w.prose_prints for s, w in students.items()}, set(given.prose_prints), threshold),
+                  students)
+
+
+def of_batch(out: Path, lesson: Any, threshold: float = THRESHOLD) -> Report:
+    """The similarity of a batch's executed notebooks (`OUTDIR/notebooks/`), against its lesson's handout."""
+    import nbformat
+
+    from grader import files, handout
+
+    notebooks = {}
+    for path in sorted((out / "notebooks").glob("*.ipynb")):
+        try:
+            notebooks[path.stem] = nbformat.reads(files.read_regular(path, 64 * 2**20).decode("utf-8"), as_version=4)
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue  # a notebook the batch did not write whole is left out
+    return analyse(notebooks, handout.scaffold(lesson), threshold)
