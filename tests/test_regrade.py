@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_render import CHROME_FLAGS, CHROMIUM
 
 from conftest import patched_solution, write
 from grader import handout, lessons, record, regrade
@@ -130,6 +131,12 @@ def test_a_regrade_after_changing_hidden_cases_names_exactly_the_students_it_mov
     assert "grades the regrade moved (changes.csv): ben" in summary
     dashboard = (out / "index.html").read_text()
     assert "What the regrade changed" in dashboard and "invalid-timeline: failed 0 -&gt; passed 1" in dashboard
+    if CHROMIUM:  # the dashboard's sections as a browser shows them: the regrade, similar work, mistakes
+        done = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                               (out / "index.html").as_uri()], capture_output=True, text=True, timeout=120)
+        for heading in ("What the regrade changed", "Similar work, flagged for review", "Mistakes, grouped"):
+            assert heading in done.stdout, heading
+        assert [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Refused to" in line] == []
     with sqlite3.connect(out / "gradebook.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM history").fetchone() == (4,)  # every earlier grade kept
         assert db.execute("SELECT COUNT(*) FROM grades").fetchone() == (4,)
