@@ -244,7 +244,12 @@ def batch_lesson(out: Path) -> str:
 
 def analyse(notebooks: dict[str, Any], handout: Any, threshold: float = THRESHOLD) -> Report:
     """The similarity of a class's notebooks (student -> notebook), the lesson's handout notebook removed."""
-    students = {student: written(student, nb) for student, nb in notebooks.items()}
+    students = {}
+    for student, notebook in notebooks.items():
+        try:
+            students[student] = written(student, notebook)
+        except Exception:  # noqa: BLE001 - a notebook this cannot read is left out of the comparison, alone
+            continue
     given = written("", handout)
     return Report(threshold, compare({s: w.code_prints for s, w in students.items()}, set(given.code_prints), threshold),
                   compare({s: w.prose_prints for s, w in students.items()}, set(given.prose_prints), threshold),

@@ -126,3 +126,18 @@ def test_a_notebook_that_cannot_be_read_is_left_out_not_a_crash(tmp_path, broken
     nbformat.write(handout.scaffold(lessons.get(LESSON)), str(out / "notebooks" / "ada.ipynb"))
     report = similarity.of_batch(out, lessons.get(LESSON))
     assert list(report.students) == ["ada"] and report.code == []
+
+
+def test_a_notebook_whose_cells_cannot_be_read_costs_only_itself(monkeypatch):
+    lesson = lessons.get(LESSON)
+    real = similarity.written
+
+    def fragile(student, notebook):
+        if student == "eve":
+            raise RecursionError("maximum recursion depth exceeded")  # what a pathological cell could cause
+        return real(student, notebook)
+
+    monkeypatch.setattr(similarity, "written", fragile)
+    report = similarity.analyse({"ada": handout.solution_notebook(lesson), "eve": handout.scaffold(lesson),
+                                 "bob": handout.solution_notebook(lesson)}, handout.scaffold(lesson))
+    assert sorted(report.students) == ["ada", "bob"] and report.code[0].students == ("ada", "bob")
