@@ -46,6 +46,14 @@ def test_only_moved_grades_are_changes_with_their_exercises_and_digests():
     assert gone.line() == "cy 2 -> rejected"
 
 
+def test_changes_csv_is_safe_to_open_in_a_spreadsheet(tmp_path):
+    moved = regrade.changes([(_result("=HYPERLINK(1)", 1.0, []), _result("=HYPERLINK(1)", 2.0, []))])
+    regrade.write_csv(moved, tmp_path / "changes.csv")
+    with open(tmp_path / "changes.csv", newline="") as handle:
+        (row,) = csv.DictReader(handle)
+    assert row["student"] == "'=HYPERLINK(1)" and (row["before"], row["after"]) == ("1", "2")
+
+
 def test_each_student_keeps_their_recorded_seeds():
     options = Options(hash_seed=11, seed=None, zygote=True)
     mine = regrade.options_for(options, {"status": "graded", "seed": 1234, "hash_seed": 11})

@@ -118,11 +118,15 @@ def test_the_command_reads_a_batch_and_writes_every_flagged_pair_as_json(tmp_pat
     assert (out / "similarity.html").is_file()
 
 
-@pytest.mark.parametrize("broken", ["{not json", ""])
+@pytest.mark.parametrize("broken", ["{not json", "", "link"])
 def test_a_notebook_that_cannot_be_read_is_left_out_not_a_crash(tmp_path, broken):
     out = tmp_path / "graded"
     (out / "notebooks").mkdir(parents=True)
-    (out / "notebooks" / "eve.ipynb").write_text(broken)
+    if broken == "link":  # never followed, even to a real notebook
+        nbformat.write(handout.solution_notebook(lessons.get(LESSON)), str(tmp_path / "elsewhere.ipynb"))
+        (out / "notebooks" / "eve.ipynb").symlink_to(tmp_path / "elsewhere.ipynb")
+    else:
+        (out / "notebooks" / "eve.ipynb").write_text(broken)
     nbformat.write(handout.scaffold(lessons.get(LESSON)), str(out / "notebooks" / "ada.ipynb"))
     report = similarity.of_batch(out, lessons.get(LESSON))
     assert list(report.students) == ["ada"] and report.code == []
