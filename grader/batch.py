@@ -216,8 +216,7 @@ def _sorted(found: tuple[layouts.Entry, ...], book: record.Gradebook, lesson_id:
     regrade, graded by this regrade already)."""
     todo, clashes, skipped = [], [], 0
     for entry in found:
-        done = book.regraded if regrading else book.has
-        if done(lesson_id, entry.student, _entry_digest(entry), *((regrading,) if regrading else ())):
+        if book.has(lesson_id, entry.student, _entry_digest(entry), regrading):
             skipped += 1
         elif len(entry.paths) == 1 and not entry.refused:
             todo.append(entry)

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from grader import wire
+
 
 @dataclass(frozen=True)
 class Opaque:
@@ -151,6 +153,4 @@ NO_ANSWER = Answer()
 def as_answered(value: Any) -> Any:
     """A value computed here (the reference's) in the form a student's answer takes after the wire: tuples as
     lists, JAX and NumPy arrays as bool or float arrays, objects as Opaque, so both compare under one rule."""
-    from grader import wire
-
     return decode(wire.encode(value))

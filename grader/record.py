@@ -171,12 +171,6 @@ class Gradebook:
         self.db.execute("DELETE FROM regrades WHERE lesson=?", (lesson,))
         self.db.commit()
 
-    def regraded(self, lesson: str, student: str, digest: str, regrade: str) -> bool:
-        """Whether this regrade already recorded this submission (a grader failure does not count)."""
-        row = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?"
-                              " AND regrade=?", (lesson, student, digest, regrade)).fetchone()
-        return row is not None and not _retryable(*row)
-
     def recorded(self, lesson: str) -> dict[str, dict[str, Any]]:
         """Each student's latest result (in full), for a regrade's seeds."""
         latest: dict[str, dict[str, Any]] = {}
@@ -195,9 +189,11 @@ class Gradebook:
                 pairs.append((json.loads(old[0]), json.loads(text)))
         return pairs
 
-    def has(self, lesson: str, student: str, digest: str) -> bool:
-        """Whether this exact submission is already recorded (a grader failure does not count)."""
-        row = self._stored((lesson, student, digest))
+    def has(self, lesson: str, student: str, digest: str, regrade: str | None = None) -> bool:
+        """Whether this exact submission is already recorded (by the regrade `regrade`, when one is under way);
+        a grader failure does not count."""
+        row = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?"
+                              " AND (? IS NULL OR regrade=?)", (lesson, student, digest, regrade, regrade)).fetchone()
         return row is not None and not _retryable(*row)
 
     def add(self, data: dict[str, Any], digest: str, regrade: str | None = None) -> bool:

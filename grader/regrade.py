@@ -69,6 +69,10 @@ def _score(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else "rejected"
 
 
+def _graded_score(data: dict[str, Any]) -> float | None:
+    return data.get("score") if data.get("status") == "graded" else None
+
+
 def _exercise_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, ...]:
     old = {e["id"]: e for e in before.get("exercises") or []}
     lines = []
@@ -86,11 +90,10 @@ def changes(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[Change]:
     moved = []
     for before, after in pairs:
         exercises = _exercise_changes(before, after)
-        score = lambda data: data.get("score") if data.get("status") == "graded" else None  # noqa: E731
-        if score(before) == score(after) and before.get("status") == after.get("status") and not exercises:
+        if _graded_score(before) == _graded_score(after) and before.get("status") == after.get("status") and not exercises:
             continue
         old, new = before.get("digests") or {}, after.get("digests") or {}
-        moved.append(Change(str(after.get("student")), score(before), score(after), after.get("max_score"), exercises,
+        moved.append(Change(str(after.get("student")), _graded_score(before), _graded_score(after), after.get("max_score"), exercises,
                             tuple(k for k in DIGESTS if old.get(k) != new.get(k)),
                             str(before.get("graded_at") or ""), str(after.get("graded_at") or "")))
     return moved

@@ -19,7 +19,7 @@ def _side(student: str, lines: tuple[int, ...], text: list[str]) -> dict[str, An
         if line <= shown:
             continue
         first, last = max(0, line - CONTEXT_LINES), line
-        while last + 1 in matched or any(n in matched for n in range(last + 1, last + CONTEXT_LINES + 1)):
+        while any(n in matched for n in range(last + 1, last + CONTEXT_LINES + 1)):  # joins runs a context apart
             last += 1
         last = min(len(text) - 1, last + CONTEXT_LINES)
         runs.append([{"number": n + 1, "text": text[n], "match": n in matched} for n in range(first, last + 1)])

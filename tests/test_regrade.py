@@ -69,9 +69,9 @@ def test_the_gradebook_moves_replaced_grades_to_history_and_resumes_a_regrade(tm
     book.add(_result("ada", 1.0, []), "d1")
     first = book.start_regrade(LESSON)
     assert book.start_regrade(LESSON) == first  # an interrupted regrade is resumed, not restarted
-    assert not book.regraded(LESSON, "ada", "d1", first)
+    assert book.has(LESSON, "ada", "d1") and not book.has(LESSON, "ada", "d1", first)
     book.add(_result("ada", 2.0, [], graded_at="2026-12-05T09:00:00+00:00"), "d1", first)
-    assert book.regraded(LESSON, "ada", "d1", first)
+    assert book.has(LESSON, "ada", "d1", first)
     (before, after), = book.changed_by(LESSON, first)
     assert (before["score"], after["score"]) == (1.0, 2.0)
     assert [row["score"] for row in book.latest(LESSON)] == [2.0]  # the row holds the current grade
