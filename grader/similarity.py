@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import io
 import keyword
 import re
@@ -33,7 +34,7 @@ from typing import Any
 
 THRESHOLD = 0.6
 """Default flagging score. On the test class (tests/test_similarity.py) every disguised copy scored 1.0 and
-every other pair (independently written correct solutions, untouched handouts) at most 0.008
+every other pair (independently written correct solutions, untouched handouts) 0.0
 (`python bench/similarity.py` prints both again): 0.6 leaves room for a copy with more of its own added."""
 K, WINDOW = 10, 5
 """k-gram length (tokens) and winnowing window: a shared run of K + WINDOW - 1 tokens is always caught."""
@@ -43,7 +44,9 @@ MOST = 0.5
 """A fingerprint found in more than this share of the class (and in at least MOST_AT_LEAST students) is ignored."""
 MOST_AT_LEAST = 4
 MIN_FINGERPRINTS = 8
-"""Fewer fingerprints than this (the handout, barely touched) are too little to compare."""
+"""Fewer fingerprints than this (the handout, barely touched) are too little code to compare."""
+MIN_WORD_FINGERPRINTS = 4
+"""The same for explanations: a two-sentence paragraph gives about nine."""
 SHOWN_BELOW = 50
 """Pairs below the threshold whose matching lines are kept (the best ones, for `--json` and the page)."""
 
@@ -59,12 +62,16 @@ class Written:
     prose_prints: dict[int, set[int]] = field(default_factory=dict)
 
 
+def _stable(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
 def winnow(tokens: list[tuple[str, int]], k: int, window: int) -> dict[int, set[int]]:
     """Fingerprints of a token stream: the smallest k-gram hash of every window (by position, rightmost on ties),
-    each with the lines its k-gram spans. Python's own hash of the k-gram suffices: fingerprints are only ever
-    compared within one run."""
+    each with the lines its k-gram spans. The hash is a stable one, so a class gives the same pairs and scores on
+    every run (Python's own hash of a str changes with each process)."""
     words = [t for t, _ in tokens]
-    grams = [(hash(tuple(words[i:i + k])), {tokens[i][1], tokens[i + k - 1][1]})
+    grams = [(_stable("\x1f".join(words[i:i + k])), {tokens[i][1], tokens[i + k - 1][1]})
              for i in range(len(tokens) - k + 1)]
     chosen: dict[int, set[int]] = {}
     for start in range(max(1, len(grams) - window + 1)):
@@ -166,7 +173,8 @@ def _runs(lines: tuple[int, ...]) -> list[tuple[int, int]]:
     return runs
 
 
-def compare(prints: dict[str, dict[int, set[int]]], given: set[int], threshold: float) -> list[Pair]:
+def compare(prints: dict[str, dict[int, set[int]]], given: set[int], threshold: float,
+            least: int = MIN_FINGERPRINTS) -> list[Pair]:
     """Every pair that shares a fingerprint, scored, best first; `given` (the handout's) and the class's common
     fingerprints are left out first."""
     counts = Counter(value for found in prints.values() for value in found)
@@ -183,7 +191,7 @@ def compare(prints: dict[str, dict[int, set[int]]], given: set[int], threshold: 
     scored = []
     for (a, b), n in shared.items():
         smaller = min(len(kept[a]), len(kept[b]))
-        scored.append((round(n / smaller, 4) if smaller >= MIN_FINGERPRINTS else 0.0, (a, b), n))
+        scored.append((round(n / smaller, 4) if smaller >= least else 0.0, (a, b), n))
     scored.sort(key=lambda item: (-item[0], item[1]))
     pairs, shown = [], 0
     for score, (a, b), n in scored:
@@ -252,7 +260,8 @@ def analyse(notebooks: dict[str, Any], handout: Any, threshold: float = THRESHOL
             continue
     given = written("", handout)
     return Report(threshold, compare({s: w.code_prints for s, w in students.items()}, set(given.code_prints), threshold),
-                  compare({s: w.prose_prints for s, w in students.items()}, set(given.prose_prints), threshold),
+                  compare({s: w.prose_prints for s, w in students.items()}, set(given.prose_prints), threshold,
+                          MIN_WORD_FINGERPRINTS),
                   students)
 
 
