@@ -2,9 +2,10 @@
 
 - CSV (`csv_text`): a cell that a spreadsheet would read as a formula (it
   begins with `=`, `+`, `-`, `@`, a tab or a carriage return, after any
-  spaces) is prefixed with `'`, as OWASP's CSV-injection guidance says, and
-  `|` is escaped; numbers stay numbers, and text that is a plain number
-  (`-2.5`) stays as it is.
+  white space, or with their fullwidth and small look-alikes `＝ ＋ － ＠ ﹦ ﹢ ﹣`,
+  which spreadsheets fold to ASCII) is prefixed with `'`, as OWASP's
+  CSV-injection guidance says, and `|` is escaped; numbers stay numbers, and
+  text that is a plain number (`-2.5`) stays as it is.
 - Shell (`command`): every command shown to a person is `shlex.join`ed, so a
   file named `x;$(touch PWNED);#.ipynb` is one quoted word.
 - Terminal (`terminal`): control characters (escape sequences, bells,
@@ -23,6 +24,11 @@ import shlex
 from typing import Any, Iterable
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "|", "%")
+_LOOKALIKES = str.maketrans({"\uff1d": "=", "\uff0b": "+", "\uff0d": "-", "\uff20": "@", "\ufe66": "=",
+                             "\ufe62": "+", "\ufe63": "-", "\u2212": "-", "\uff05": "%", "\uff5c": "|"})
+"""Fullwidth, small and mathematical forms of the formula starts, which a spreadsheet may read as the ASCII ones."""
+_LEADING_SPACE = re.compile(r"^[^\S\t\r]+|^[\u200b\ufeff]+")
+"""White space a spreadsheet skips before a formula (any Unicode space, no-break included), but not tab or CR."""
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -32,7 +38,7 @@ def csv_cell(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     text = str(value)
-    lead = text.lstrip(" ")
+    lead = _LEADING_SPACE.sub("", text.translate(_LOOKALIKES))
     if lead[:1] in FORMULA_STARTS and not _NUMBER.match(lead):
         return "'" + text.replace("|", "\\|")
     return text

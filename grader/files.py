@@ -42,7 +42,8 @@ def replacing(path: str | Path, private: bool = False) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces `path` with the right mode, else it vanishes."""
     path = Path(path)
     make_dirs(path.parent)
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # The temporary name never grows with the target's: a 250-byte file name is legal, and so must its write be.
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:32]}.", suffix=".tmp")
     os.close(handle)
     tmp = Path(name)
     try:

@@ -18,10 +18,13 @@ student is that student's, gradable or not.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import re
 import shutil
 import stat
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +49,9 @@ MAX_RATIO = 100
 """How much larger than the zip its contents may be, once they pass RATIO_FREE_BYTES (notebooks compress 3-20x)."""
 RATIO_FREE_BYTES = 64 * 1024**2
 _DRIVE = re.compile(r"^[A-Za-z]:")
+MAX_STUDENT_BYTES = 128
+"""The longest student id (UTF-8 bytes) kept as it is: every output file is named after it, within a filesystem's
+255-byte limit; a longer one is cut and given a digest of the whole (`student_id`)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,17 @@ def _kind(path: Path) -> str:
     if stat.S_ISDIR(mode):
         return "dir"
     return "file" if stat.S_ISREG(mode) else files.kind_of(mode)
+
+
+def student_id(raw: str) -> str:
+    """The id a layout's name gives, as it is compared and used to name files: Unicode-normalised (NFC, so `josé`
+    typed on a Mac and on Linux is one student) and, past MAX_STUDENT_BYTES, cut with a digest of the whole."""
+    text = unicodedata.normalize("NFC", raw)
+    if len(text.encode("utf-8")) <= MAX_STUDENT_BYTES:
+        return text
+    tag = hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=6).hexdigest()
+    cut = text.encode("utf-8", "surrogateescape")[:MAX_STUDENT_BYTES - 13].decode("utf-8", "ignore")
+    return f"{cut}~{tag}"
 
 
 def printable(text: str) -> str:
@@ -191,10 +208,12 @@ def _unpack(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, target: Path) -> s
             files.write_chunks(path, iter(lambda: source.read(1 << 20), b""), limit=MAX_ENTRY_BYTES)
     except (FileExistsError, NotADirectoryError, IsADirectoryError):
         return "a file and a folder of the same name in the zip; not unpacked"
-    except (ValueError, zipfile.BadZipFile, OSError) as err:
-        if isinstance(err, OSError) and not isinstance(err, files.TooLarge):
-            raise
+    except (ValueError, zipfile.BadZipFile, NotImplementedError, EOFError) as err:
         return f"unreadable in the zip ({err}); not unpacked"
+    except OSError as err:  # a name the filesystem will not take, a bad CRC...: this entry's student alone
+        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise GraderError(f"cannot unpack the class: {err.strerror} under {target}") from err
+        return f"not written ({err.strerror or err}); not unpacked"
     return ""
 
 
@@ -253,6 +272,7 @@ def detect(folder: Path, refused: list[tuple[str, str]] = ()) -> Class:
     entries: dict[str, Entry] = {}
 
     def add(student: str, path: Path, name: str = "", late: bool = False, why: str = "") -> None:
+        student = student_id(student)
         kind = _kind(path)
         if not why and kind != "file":
             why = f"{printable(str(path.relative_to(folder)))} is {kind}, not a regular file; it is not read"

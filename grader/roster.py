@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def read(path: str | Path) -> Roster:
         text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise GraderError(f"cannot read the roster {path}: {getattr(err, 'strerror', None) or err}") from None
+    text = unicodedata.normalize("NFC", text)  # ids are compared as `layouts.student_id` gives them
     if len(raw) > MAX_BYTES:
         raise GraderError(f"the roster {path} is over {MAX_BYTES >> 20} MiB: not a class list")
     if "\0" in text or text.lstrip()[:1] in ("{", "["):

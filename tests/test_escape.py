@@ -45,3 +45,12 @@ def test_markdown_text_is_shown_as_written():
     assert escape.md_text("# heading") == "\\# heading"
     assert escape.md_text("[link](http://x)") == "[link\\](http://x)"
     assert escape.md_text("two\nlines") == "two lines"
+
+
+def test_formula_look_alikes_are_neutralised_like_their_ascii_forms():
+    # fullwidth = + - @ (U+FF1D, U+FF0B, U+FF0D, U+FF20) and a no-break space before an ASCII formula
+    for text in ("\uff1dHYPERLINK(\"http://x\")", "\uff0b1+1", "\uff0dcmd", "\uff20SUM(A1)", "\u00a0=1+1",
+                 "\u3000\u00a0@SUM(A1)", "\u2212cmd|x"):
+        assert escape.csv_cell(text).startswith("'"), text
+    assert escape.csv_cell("\u00a0ada") == "\u00a0ada"  # a plain name behind a space is left alone
+    assert escape.csv_cell("\tx") == "'\tx"  # tab is a start of its own, never skipped as space

@@ -1,0 +1,83 @@
+"""The edges tried as an attacker would in round three: long and look-alike names, noise against similarity, the
+watcher's read, the regrade's seeds, portfolios that verify and only what verify read. Each test below failed on
+the commit before its fix."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, SEED
+from grader import batch, escape, grading, layouts
+
+HERE = Path(__file__).parent
+SAMPLES = HERE.parent / "samples" / "inference-scaling"
+LESSON = "inference-scaling"
+
+
+def _zip(path: Path, entries: list[tuple[str, bytes]]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, body in entries:
+            archive.writestr(name, body)
+    return path
+
+
+# ---- finding 3: one file name stops the class ----
+
+def test_a_250_byte_entry_name_unpacks_and_its_student_is_one_row(tmp_path):
+    long_name = "ben_1002_2002_" + "x" * (250 - len("ben_1002_2002_.ipynb")) + ".ipynb"
+    assert len(long_name.encode()) == 250
+    archive = _zip(tmp_path / "class.zip", [(long_name, b"{}"), ("ada_1001_2001_ada.ipynb", b"{}")])
+    found = layouts.read(archive, tmp_path / "unpacked")
+    assert {e.student: e.refused for e in found.entries} == {"1001": "", "1002": ""}
+
+
+@pytest.mark.kernel
+def test_a_batch_with_a_250_byte_flat_name_grades_everyone_and_names_every_file_within_limits(tmp_path):
+    stem = "y" * 247  # flat layout: the stem is the student id; `.py` + `.ipynb` would pass 255 bytes
+    archive = _zip(tmp_path / "class.zip", [(stem + ".py", b"x = 1\n"),
+                                            ("ada.ipynb", (SAMPLES / "ada.ipynb").read_bytes())])
+    out = tmp_path / "out"
+    batch.run(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False)
+    results = {json.loads(p.read_text())["student"]: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
+    assert results["ada"]["score"] == 3.0
+    long_id = next(s for s in results if s != "ada")
+    assert long_id.startswith("y" * 100) and len(long_id.encode()) <= layouts.MAX_STUDENT_BYTES
+    assert all(len(p.name.encode()) <= 255 for p in out.rglob("*"))
+
+
+# ---- finding 5: two students who look like one ----
+
+def test_nfc_and_nfd_spellings_of_one_name_are_one_student_rejected_with_both_files(tmp_path):
+    nfc, nfd = unicodedata.normalize("NFC", "josé"), unicodedata.normalize("NFD", "josé")
+    assert nfc != nfd
+    archive = _zip(tmp_path / "class.zip", [(nfc + ".ipynb", b"{}"), (nfd + ".ipynb", b"{}")])
+    found = layouts.read(archive, tmp_path / "unpacked")
+    assert [e.student for e in found.entries] == [nfc]
+    assert len(found.entries[0].paths) == 2  # batch rejects a student with two files, naming both
+
+
+@pytest.mark.kernel
+def test_a_batch_rejects_both_spellings_and_writes_one_row(tmp_path):
+    body = (SAMPLES / "ada.ipynb").read_bytes()
+    nfc, nfd = unicodedata.normalize("NFC", "josé"), unicodedata.normalize("NFD", "josé")
+    archive = _zip(tmp_path / "class.zip", [(nfc + ".ipynb", body), (nfd + ".ipynb", b"{}")])
+    out = tmp_path / "out"
+    batch.run(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False)
+    rows = (out / "grades.csv").read_text(encoding="utf-8").splitlines()[1:]
+    assert len(rows) == 1 and rows[0].startswith(nfc + ",")
+    result = json.loads((out / "results" / f"{nfc}.json").read_text())
+    assert result["status"] == "rejected" and "2 files for student" in result["error"]
+
+
+# ---- finding 8: formula look-alikes ----
+
+def test_fullwidth_and_no_break_space_formulas_are_neutralised():
+    for text in ("\uff1d1+1", "\uff0bcmd|x", "\uff0dcmd", "\uff20SUM(A1)", "\u00a0=1+1"):
+        assert escape.csv_text([[text]]).startswith("'"), text
