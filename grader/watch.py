@@ -10,7 +10,10 @@ unsandboxed kernel, as `check` does, and the watcher says so once.
 
 A save is seen by polling the file's size, time and inode (editors that save
 by renaming a new file over the old one included). A notebook caught mid-save
-(JSON that does not parse yet) is skipped silently until it does.
+(JSON that does not parse yet) is skipped silently until it does. The file is
+read as the grader reads every submission: never through a link, never
+blocking on a FIFO or device, never past the submission limit; such a file is
+refused at the start (one line) and skipped, said once, when it appears later.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from grader import grading, leftovers, render_text, sandbox, zygote
+from grader import files, grading, leftovers, load, render_text, sandbox, zygote
 from grader.errors import GraderError
 from grader.options import Options
 
@@ -43,20 +46,34 @@ def watch_options(options: Options) -> tuple[Options, str]:
             "re-check runs your code in a fresh kernel of your own, as `grader check` does")
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
+def _signature(path: Path) -> tuple[int, int, int, int] | None:
     try:
-        info = os.stat(path)
+        info = os.lstat(path)  # the entry itself: a link put in the notebook's place is seen as a link
     except OSError:
         return None
-    return info.st_mtime_ns, info.st_size, info.st_ino
+    return info.st_mtime_ns, info.st_size, info.st_ino, info.st_mode
+
+
+def refusal(path: Path) -> str:
+    """Why the file in the notebook's place is not read ("" when it is a regular file within the limit)."""
+    try:
+        info = os.lstat(path)
+    except OSError as err:
+        return f"{path} cannot be read ({err.strerror})"
+    kind = files.kind_of(info.st_mode)
+    if kind != "a regular file":
+        return f"{path} is {kind}, not a regular file; it is not read"
+    if info.st_size > load.MAX_BYTES:
+        return f"{path} is over the {load.MAX_BYTES >> 20} MiB limit; it is not read"
+    return ""
 
 
 def _complete(path: Path) -> bool:
-    """Whether the file reads as a whole (a notebook mid-save is JSON cut short)."""
-    if path.suffix.lower() != ".ipynb":
-        return True
+    """Whether the file reads as a whole (a notebook mid-save is JSON cut short), read as the grader reads."""
     try:
-        json.loads(path.read_bytes())
+        data = files.read_regular(path, load.MAX_BYTES)
+        if path.suffix.lower() == ".ipynb":
+            json.loads(data)
     except (OSError, ValueError, RecursionError):
         return False
     return True
@@ -91,13 +108,19 @@ class Watcher:
 
     def __init__(self, path: Path, lesson_id: str | None, options: Options) -> None:
         self.path, self.lesson_id, self.options = Path(path), lesson_id, options
-        self.seen: tuple[int, int, int] | None = None
+        self.seen: tuple[int, int, int, int] | None = None
         self.last: dict[str, Any] | None = None
 
     def poll(self) -> str | None:
         signature = _signature(self.path)
-        if signature is None or signature == self.seen or not _complete(self.path):
-            return None  # unchanged, gone for a moment, or mid-save: looked at again on the next poll
+        if signature is None or signature == self.seen:
+            return None  # unchanged, or gone for a moment: looked at again on the next poll
+        why = refusal(self.path)
+        if why:
+            self.seen = signature  # said once, until the entry changes again
+            return f"skipped: {why}"
+        if not _complete(self.path):
+            return None  # mid-save
         self.seen = signature
         return self.check()
 
@@ -140,6 +163,9 @@ def _in_thread(work: Callable[[], Any]) -> Any:
 def run(path: Path, lesson_id: str | None, options: Options, say: Callable[[str], None],
         poll_seconds: float = POLL_SECONDS) -> None:
     """Watch until interrupted (Ctrl-C); nothing this started is left running afterwards."""
+    why = refusal(Path(path))
+    if why:
+        raise GraderError(why)
     leftovers.become_subreaper()  # what a kernel leaves behind is reparented here, to be ended with the rest
     options, note = watch_options(options)
     if note:

@@ -81,3 +81,36 @@ def test_a_batch_rejects_both_spellings_and_writes_one_row(tmp_path):
 def test_fullwidth_and_no_break_space_formulas_are_neutralised():
     for text in ("\uff1d1+1", "\uff0bcmd|x", "\uff0dcmd", "\uff20SUM(A1)", "\u00a0=1+1"):
         assert escape.csv_text([[text]]).startswith("'"), text
+
+
+# ---- finding 4: the watcher sits silent on a FIFO ----
+
+def test_watch_refuses_a_fifo_a_link_or_an_oversized_file_at_start_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    fifo, link, big = tmp_path / "fifo.ipynb", tmp_path / "link.ipynb", tmp_path / "big.ipynb"
+    os.mkfifo(fifo)
+    link.symlink_to(SAMPLES / "ada.ipynb")
+    with open(big, "wb") as handle:
+        handle.truncate(21 * 1024 * 1024)  # sparse: over the 20 MiB a submission may hold
+    for path, kind in ((fifo, "a FIFO"), (link, "a symbolic link"), (big, "over the 20 MiB limit")):
+        done = subprocess.run([sys.executable, "-m", "grader", "check", "--watch", str(path)],
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 2, (path, done.stdout, done.stderr)
+        assert kind in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_fifo_put_in_the_notebooks_place_mid_watch_is_skipped_with_one_line(tmp_path):
+    import os
+
+    from grader import watch
+    from grader.options import Options
+
+    path = tmp_path / "nb.ipynb"
+    os.mkfifo(path)
+    watcher = watch.Watcher(path, LESSON, Options())
+    said = watcher.poll()  # returns at once: the FIFO is never opened for reading
+    assert said is not None and said.startswith("skipped:") and "a FIFO" in said
+    assert watcher.poll() is None  # said once, until the entry changes
