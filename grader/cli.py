@@ -63,6 +63,8 @@ def _warn_sandbox(data: dict[str, Any]) -> None:
 def _emit(result: Any, json_path: str | None, html_path: Path | None, md_path: Path | None = None,
           notebook_path: Path | None = None) -> dict[str, Any]:
     """Write what was asked for; the result last, with the digests of the rest and the course's signature."""
+    import dataclasses
+
     from grader import files, finish, record, sign
 
     graded = finish.drawn(result)
@@ -72,10 +74,11 @@ def _emit(result: Any, json_path: str | None, html_path: Path | None, md_path: P
         files.write_text(md_path, graded.report_md)
     if notebook_path and graded.notebook is not None:
         files.write_text(notebook_path, graded.notebook)
-    key = sign.signing_key()
-    data = graded.sealed(key)
-    if key is None and json_path and data.get("status") == "graded":  # a rejection stays one line
-        _echo("grader: note: the result is unsigned (no course key here: grader keys init)", err=True)
+    # The result vouches only for the files written beside it: a digest of a file nobody kept could never verify.
+    written = dataclasses.replace(graded, report_html=graded.report_html if html_path else "",
+                                  report_md=graded.report_md if md_path else "",
+                                  notebook=graded.notebook if notebook_path else None)
+    data = written.sealed(sign.signing_key())
     if json_path == "-":
         sys.stdout.write(record.dumps(data))
         sys.stdout.flush()

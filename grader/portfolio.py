@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from grader import files, finish, grading, record, render, sign
 from grader.errors import GraderError
 
-MEMBERS = ("result.json", "report.html", "report.md", "notebook.ipynb")
 MAX_MEMBERS = 1000
 MAX_BYTES = 512 * 1024**2
 """A portfolio holds a few files per lesson; one past these bounds is refused before it is read."""
@@ -43,10 +41,12 @@ class Entry:
 
 
 def _beside(source: Path, *names: str) -> str | None:
+    """The first of `names` beside `source` that is a regular file (never read through a link), as text."""
     for name in names:
-        path = source.parent / name
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
+        try:
+            return files.read_regular(source.parent / name, MAX_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
     return None
 
 
@@ -65,6 +65,10 @@ def _entry(source: Path, lesson_id: str | None) -> Entry:
         report = _beside(source, f"{stem}.html", f"../reports/{stem}.html") or render.report_html(data)
         markdown = _beside(source, f"{stem}.md", f"../reports/{stem}.md") or render.report_md(data)
         notebook = _beside(source, f"{stem}.executed.ipynb", f"../notebooks/{stem}.ipynb")
+        digests = data.get("digests") if isinstance(data.get("digests"), dict) else {}
+        if notebook is None and digests.get("notebook"):
+            raise GraderError(f"{source.name} records an executed notebook, but none is beside it: grade again with "
+                              f"--notebook {stem}.executed.ipynb, or put that file beside {source.name}")
         return Entry(data.get("lesson") or stem, data, text, report, markdown, notebook)
     graded = finish.drawn(grading.grade(source, lesson_id, grading.Options(public_only=True, sandbox="auto")))
     data = graded.sealed(sign.signing_key())
@@ -114,20 +118,57 @@ def manifest(student: str, lessons: list[str], members: dict[str, bytes]) -> dic
             "files": {name: sign.digest(body) for name, body in sorted(members.items()) if name != MANIFEST}}
 
 
-def read(path: Path) -> tuple[list[Entry], dict[str, bytes], list[str]]:
-    """A portfolio's entries (as far as their results parse), every member's bytes, and the names that occur more
-    than once (an unzip tool would show one of them, the reader another), for `verify`."""
+UNICODE_EXTRAS = (0x7075, 0x6375)
+"""Info-ZIP's Unicode Path and Unicode Comment extra fields: an unzip tool may write the entry under the name the
+field gives, not the one a reader checked."""
+
+
+def _extra_ids(extra: bytes) -> list[int]:
+    """The header ids of a zip entry's extra fields."""
+    ids, at = [], 0
+    while at + 4 <= len(extra):
+        ids.append(int.from_bytes(extra[at:at + 2], "little"))
+        at += 4 + int.from_bytes(extra[at + 2:at + 4], "little")
+    return ids
+
+
+def unsafe_entry(info: zipfile.ZipInfo) -> str:
+    """Why an entry is not one the grader wrote and a reader reads as named ("" when it is): a folder entry (it
+    may carry data), a Unicode-path extra field, a name with `\\`, NUL or another control character, an absolute
+    path or `..`."""
+    name = info.filename
+    if info.is_dir():
+        return "a folder entry (a portfolio holds files only; an unzip tool may write its data elsewhere)"
+    if any(ident in UNICODE_EXTRAS for ident in _extra_ids(info.extra)):
+        return "it carries a Unicode-path extra field: an unzip tool would write it under another name"
+    if "\\" in name or any(not ch.isprintable() for ch in name):
+        return "a backslash or control character in its name: readers disagree on where it goes"
+    if name.startswith("/") or ".." in name.split("/"):
+        return "a path outside the portfolio"
+    return ""
+
+
+def read(path: Path) -> tuple[list[Entry], dict[str, bytes], list[tuple[str, str]]]:
+    """A portfolio's entries (as far as their results parse), every member's bytes, and the entries no reader
+    should trust, with why: a name twice (or twice but for case: one folder on macOS and Windows), or one
+    `unsafe_entry` names (an unzip tool would show one thing, the reader another), for `verify`."""
     try:
         with zipfile.ZipFile(path) as archive:
-            infos = [info for info in archive.infolist() if not info.is_dir()]
+            infos = archive.infolist()
             if len(infos) > MAX_MEMBERS or sum(info.file_size for info in infos) > MAX_BYTES:
                 raise GraderError(f"{path.name}: more than {MAX_MEMBERS} files or {MAX_BYTES >> 20} MiB unpacked: "
                                   "not a portfolio")
-            names = [info.filename for info in infos]
+            untrusted = [(info.filename, why) for info in infos if (why := unsafe_entry(info))]
+            infos = [info for info in infos if not unsafe_entry(info)]
             members = {info.filename: archive.read(info) for info in infos}
-    except (OSError, zipfile.BadZipFile) as err:
+    except (OSError, zipfile.BadZipFile, NotImplementedError, EOFError) as err:
         raise GraderError(f"{path.name}: not a portfolio zip ({err})") from None
-    duplicates = sorted({name for name in names if names.count(name) > 1})
+    names = [info.filename for info in infos]
+    folded = [name.casefold() for name in names]
+    untrusted += [(name, "the zip holds two entries of this name: readers would disagree on which counts")
+                  for name in sorted(set(names)) if names.count(name) > 1]
+    untrusted += [(name, "another entry differs from it only in case: both land in one file on macOS and Windows")
+                  for name in sorted(set(names)) if names.count(name) == 1 and folded.count(name.casefold()) > 1]
     entries = []
     for name in sorted(members):
         folder, _, leaf = name.rpartition("/")
@@ -144,4 +185,4 @@ def read(path: Path) -> tuple[list[Entry], dict[str, bytes], list[str]]:
                 return raw.decode("utf-8", "replace") if raw is not None else None
             entries.append(Entry(folder, data, text, member("report.html") or "", member("report.md") or "",
                                  member("notebook.ipynb")))
-    return entries, members, duplicates
+    return entries, members, untrusted

@@ -12,8 +12,11 @@ given twice in one object is an alteration, never resolved.
 
 A portfolio is one student's: its manifest lists every file with its digest,
 the student and the lessons; a file not in it, one missing from it, a name
-that occurs twice in the zip, or a result of another student makes it not
-intact. Nothing here needs the private key, the reference or a kernel.
+that occurs twice in the zip (or twice but for case), an entry the reader
+would not read as named (a folder entry, a Unicode-path extra field, a `\\`
+or control character), a result of another student, or a result outside the
+folder of its own lesson makes it not intact: `verify` vouches only for what
+it read. Nothing here needs the private key, the reference or a kernel.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import files, portfolio, render, sign
+from grader import files, layouts, portfolio, render, sign
 from grader.errors import GraderError
 
 PASSING = ("intact", "generated")
@@ -108,9 +111,8 @@ def file(path: Path, key_path: Path) -> list[Line]:
 
 
 def _portfolio(path: Path, key: Any) -> list[Line]:
-    entries, members, duplicates = portfolio.read(path)
-    lines = [Line(name, "altered", "the zip holds two entries of this name: readers would disagree on which counts")
-             for name in duplicates]
+    entries, members, untrusted = portfolio.read(path)
+    lines = [Line(layouts.printable(name), "altered", why) for name, why in untrusted]
     listing, listing_line = _manifest(members, key)
     student = listing.get("student") if listing else None
     seen = {portfolio.MANIFEST}
@@ -122,6 +124,10 @@ def _portfolio(path: Path, key: Any) -> list[Line]:
         if not bad and isinstance(data, dict) and (student is None or data.get("student") != student):
             result_line = Line(name, "altered", f"the result of student {data.get('student')!r}, in the portfolio "
                                                 f"of {student!r}", result_line.about)
+        elif not bad and isinstance(data, dict) and data.get("lesson") != e.folder:
+            result_line = Line(name, "altered", f"a result of lesson {data.get('lesson')!r} in the folder of "
+                                                f"{e.folder!r}: each lesson's result sits in its own folder",
+                               result_line.about)
         lines.append(result_line)
         data = data if isinstance(data, dict) else {}
         digests = data.get("digests") if isinstance(data.get("digests"), dict) else {}

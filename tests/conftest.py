@@ -120,3 +120,18 @@ def make_notebook(tmp_path: Path) -> Callable[..., Path]:
 def statuses(result: dict[str, Any]) -> dict[str, str]:
     """Exercise id -> status."""
     return {e["id"]: e["status"] for e in result["exercises"]}
+
+
+@pytest.fixture
+def course_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A course key made by `grader keys init` in a config folder of its own; GRADER_KEY unset."""
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("GRADER_KEY", raising=False)
+    made = CliRunner().invoke(cli.main, ["keys", "init"])
+    assert made.exit_code == 0, made.output
+    folder = tmp_path / "config" / "inference-grader"
+    return folder / "course.key", folder / "course.pub"

@@ -20,17 +20,6 @@ def run(*args, env=None):
     return CliRunner().invoke(cli.main, list(args), env=env)
 
 
-@pytest.fixture
-def course_key(tmp_path, monkeypatch):
-    """A course key made by `grader keys init` in a config folder of its own; GRADER_KEY unset."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("GRADER_KEY", raising=False)
-    made = run("keys", "init")
-    assert made.exit_code == 0, made.output
-    folder = tmp_path / "config" / "inference-grader"
-    return folder / "course.key", folder / "course.pub"
-
-
 def test_keys_init_makes_an_owner_only_key_and_never_overwrites_it(course_key):
     key, pub = course_key
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(key.parent.stat().st_mode) == 0o700

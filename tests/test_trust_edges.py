@@ -114,3 +114,106 @@ def test_a_fifo_put_in_the_notebooks_place_mid_watch_is_skipped_with_one_line(tm
     said = watcher.poll()  # returns at once: the FIFO is never opened for reading
     assert said is not None and said.startswith("skipped:") and "a FIFO" in said
     assert watcher.poll() is None  # said once, until the entry changes
+
+
+# ---- finding 7: an honest portfolio fails verify ----
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    return CliRunner().invoke(cli.main, [str(a) for a in args])
+
+
+@pytest.mark.kernel
+def test_an_honest_portfolio_of_grade_json_alone_verifies_intact(tmp_path, course_key):
+    _, pub = course_key
+    result = tmp_path / "r.json"
+    graded = _cli("grade", SAMPLES / "ada.ipynb", "--json", result, "--seed", SEED)
+    assert graded.exit_code == 0, graded.output
+    assert "keys init" not in graded.output  # a student is never invited to make a course key
+    data = json.loads(result.read_text())
+    assert data["digests"]["notebook"] is None and data["digests"]["report"] is None  # nothing else was written
+    built = _cli("portfolio", result, "--out", tmp_path / "p.zip")
+    assert built.exit_code == 0, built.output
+    checked = _cli("verify", tmp_path / "p.zip", "--key", pub)
+    assert checked.exit_code == 0, checked.output
+    # with --notebook elsewhere, the result records a notebook the portfolio cannot find: refused, naming the flag
+    graded = _cli("grade", SAMPLES / "ada.ipynb", "--json", result, "--notebook", tmp_path / "elsewhere.ipynb",
+                  "--seed", SEED)
+    refused = _cli("portfolio", result, "--out", tmp_path / "q.zip")
+    assert refused.exit_code == 2 and "--notebook r.executed.ipynb" in refused.stderr
+    assert not (tmp_path / "q.zip").exists()
+
+
+# ---- findings 9 and 10: verify vouches only for what it read ----
+
+def _forged(source: Path, target: Path, change) -> Path:
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        for info in old.infolist():
+            new.writestr(info.filename, old.read(info))
+        change(new)
+    return target
+
+
+def _unicode_path(name: bytes, shown: bytes) -> bytes:
+    import struct
+    import zlib
+
+    return struct.pack("<HHB", 0x7075, 1 + 4 + len(shown), 1) + struct.pack("<I", zlib.crc32(name)) + shown
+
+
+def test_verify_refuses_entries_an_unzip_tool_would_write_elsewhere(graded, tmp_path, course_key):
+    from test_sign import _portfolio_of
+
+    _, pub = course_key
+    real = _portfolio_of(graded, tmp_path, pub)
+    report = b"inference-capacity/report.html"
+
+    def folder_with_data(new):
+        info = zipfile.ZipInfo("zz/")
+        info.extra = _unicode_path(b"zz/", report)
+        new.writestr(info, b"<h1>9/9</h1>")
+
+    def extra_on_a_file(new):
+        info = zipfile.ZipInfo("notes.bin")
+        info.extra = _unicode_path(b"notes.bin", report)
+        new.writestr(info, b"<h1>9/9</h1>")
+
+    def twin(new):
+        new.writestr("inference-capacity/Report.html", b"<h1>9/9</h1>")
+
+    def backslash(new):
+        new.writestr("inference-capacity\\report.html", b"<h1>9/9</h1>")
+
+    for change, said in ((folder_with_data, "zz/: altered (a folder entry"),
+                         (extra_on_a_file, "notes.bin: altered (it carries a Unicode-path extra field"),
+                         (twin, "differs from it only in case"),
+                         (backslash, "altered (a backslash or control character")):
+        checked = _cli("verify", _forged(real, tmp_path / f"{change.__name__}.zip", change), "--key", pub)
+        assert checked.exit_code == 1 and said in checked.output, (change.__name__, checked.output)
+
+
+def test_two_results_of_one_lesson_in_case_twin_folders_are_not_intact(graded, tmp_path, course_key):
+    from grader import portfolio, record, sign
+    from test_sign import _portfolio_of, _signed_result
+
+    _, pub = course_key
+    real = _portfolio_of(graded, tmp_path, pub)
+    older = _signed_result(graded, tmp_path / "older").read_bytes()  # a genuine signed result of the same student
+    with zipfile.ZipFile(real) as old:
+        members = {name: old.read(name) for name in old.namelist()}
+    members = {n: b for n, b in members.items() if n != "manifest.json"}
+    members["Inference-Capacity/result.json"] = older
+    student = json.loads(older)["student"]
+    members["manifest.json"] = record.dumps(sign.unsigned(portfolio.manifest(
+        student, ["inference-capacity", "Inference-Capacity"], members))).encode()
+    forged = tmp_path / "forged.zip"
+    with zipfile.ZipFile(forged, "w") as new:
+        for name, body in members.items():
+            new.writestr(name, body)
+    checked = _cli("verify", forged, "--key", pub)
+    assert checked.exit_code == 1
+    assert "Inference-Capacity/result.json: altered (a result of lesson 'inference-capacity' in the folder of " \
+           "'Inference-Capacity'" in checked.output, checked.output
