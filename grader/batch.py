@@ -20,7 +20,6 @@ import json
 import multiprocessing
 import os
 import resource
-import secrets
 import shutil
 import signal
 import sqlite3
@@ -30,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import (files, finish, grading, host, layouts, lessons, record, render, render_similarity, render_text, sign,
-                    similarity)
+from grader import (files, finish, grading, host, layouts, lessons, record, render, render_similarity, render_text, seeds,
+                    sign, similarity)
 from grader import regrade as regrades
 from grader import roster as class_list
 from grader.errors import GraderError
@@ -132,6 +131,8 @@ class _Plan:
     """The regrade under way (record.Gradebook.start_regrade), or None."""
     per_student: dict[str, grading.Options] = field(default_factory=dict)
     """A regrade's options for each student (their recorded seeds)."""
+    untrusted: list[str] = field(default_factory=list)
+    """Students a regrade grades with freshly derived seeds: their recorded ones could not be trusted."""
 
 
 def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | None, options: grading.Options,
@@ -142,7 +143,9 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
     signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
     book = record.Gradebook(out / "gradebook.sqlite")
     regrading = book.start_regrade(lesson.id) if regrade else None
-    recorded = book.recorded(lesson.id) if regrading else {}
+    key = sign.signing_key() if regrading else None
+    recorded, untrusted = regrades.trusted(book.recorded(lesson.id) if regrading else {},
+                                           key.public_key() if key is not None else None)
     todo, clashes, skipped = _sorted(found.entries, book, lesson.id, regrading)
     jobs = max(1, jobs or default_jobs(options.device))
     if todo:
@@ -150,12 +153,13 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
     # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks
     # (a cluster's workers fork from templates of their own, cluster.TemplatePlugin, with this one too).
     hash_seed = options.hash_seed if options.hash_seed is not None else regrades.batch_hash_seed(recorded)
-    hash_seed = hash_seed if hash_seed is not None else secrets.randbelow(grading.MAX_HASH_SEED + 1)
+    hash_seed = hash_seed if hash_seed is not None else seeds.batch_hash_seed(lesson.id, seeds.course_secret())
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
     per_student = {e.student: regrades.options_for(options, recorded.get(e.student)) for e in todo} if regrading else {}
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
-    return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student)
+    return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student,
+                 [e.student for e in todo if e.student in untrusted])
 
 
 def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
@@ -173,7 +177,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     with _removed_if_refused(out):
         plan = _plan(folder, lesson, out, jobs, options, scheduler, regrade)
     counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
-    named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": []}
+    named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": [],
+                                   "untrusted": plan.untrusted}
     bar = render_text.Progress(len(plan.todo) + len(plan.clashes)) if progress else None
     profile: list[dict[str, Any]] = []
     cpu_before, submitted = host.cpu_times(), time.monotonic()

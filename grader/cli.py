@@ -12,7 +12,6 @@ before it imports the grading machinery, so the two overlap.
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 import time
 from dataclasses import replace
@@ -263,9 +262,11 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
         _echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
                    err=True)
     # One hash seed for the whole batch, fixed now: the template's interpreter starts with it (a regrade's takes
-    # the one its results recorded, read from the gradebook later).
+    # the one its results recorded, read from the gradebook later). Derived, so a rerun's kernels are the same.
     if options.hash_seed is None and not regrade:
-        options = replace(options, hash_seed=secrets.randbelow(MAX_HASH_SEED + 1))
+        from grader import seeds
+
+        options = replace(options, hash_seed=seeds.batch_hash_seed(lesson_id, seeds.course_secret()))
     if scheduler is None and not regrade:
         warm_start.start(lesson_id, options)
     from grader import batch as batching
@@ -322,12 +323,25 @@ def keys_group() -> None:
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
               help="Where to make course.key and course.pub (default: your config folder).")
 def keys_init_cmd(folder: Path | None) -> None:
-    """Make a new course key pair (Ed25519); an existing key is never overwritten."""
-    from grader import sign
+    """Make a new course key pair (Ed25519) and the course secret hidden cases are drawn from; an existing key or
+    secret is never overwritten."""
+    from grader import seeds, sign
 
-    key_path, pub_path = sign.init(folder)
+    where = folder or sign.key_dir()
+    try:
+        key_path, pub_path = sign.init(folder)
+    except sign.KeyProblem:
+        made = seeds.make_secret(where) if (where / sign.KEY_NAME).exists() else None
+        if made is None:
+            raise
+        _echo(f"{made} (the course secret, added beside the existing key: hidden cases are drawn from it; back it "
+              "up, never share it)")
+        return
+    secret = seeds.make_secret(where)
     _echo(f"{key_path} (private: back it up, never share it)\n{pub_path} (public: give it to whoever verifies)\n"
-               f"fingerprint {sign.fingerprint(sign.public_key(pub_path))}")
+          + (f"{secret} (the course secret: hidden cases are drawn from it; back it up, never share it)\n"
+             if secret else "")
+          + f"fingerprint {sign.fingerprint(sign.public_key(pub_path))}")
 
 
 @main.command("verify")

@@ -6,14 +6,13 @@ import dataclasses
 import datetime as _dt
 import functools
 import os
-import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader import (compile_cache, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
-                    probe, run, sandbox, staff_code, warm_start, wire, zygote)
+                    probe, run, sandbox, seeds, staff_code, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
@@ -88,6 +87,17 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
                                worker={"pid": os.getpid(), "start": started, "end": time.monotonic()})
 
 
+def _seed(lesson: lessons.Lesson, student: str, options: Options) -> tuple[int, str]:
+    """(the hidden-case seed, where it came from): given, else derived from the course secret, the lesson and the
+    student (seeds.py), so the same file graded anywhere, any number of times, meets the same hidden cases."""
+    if options.seed is not None:
+        return options.seed, "given"
+    if options.public_only:
+        return 0, ""
+    secret = seeds.course_secret()
+    return seeds.hidden_seed(lesson.id, student, secret), "course secret" if secret else "lesson and student"
+
+
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
     hidden = {} if public_only else staff_code.hidden_cases(lesson.id, seed)
     columns = {case.name: case.columns for ex in lesson.exercises for case in ex.cases if case.columns}
@@ -157,7 +167,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
     lesson = lessons.get(_lesson_id(lesson_id, submission))
-    seed = options.seed if options.seed is not None else secrets.randbelow(MAX_SEED + 1)
+    seed, seed_from = _seed(lesson, submission.student, options)
     hash_seed = hash_seed_for(options, seed)
     plans = _plans(lesson, seed, options.public_only)
     ran = _run(lesson, submission, plans, options, hash_seed)
@@ -184,6 +194,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
         sandbox=dict(ran.report.to_dict(), memory_bound=devices.memory_bound(ran.start.device, options.limits)),
         mode="check" if options.public_only else "grade",
         seed=None if options.public_only else seed,
+        seed_from="" if options.public_only else seed_from,
         hash_seed=hash_seed,
         digest=submission.digest, submission=Path(submission.path).name,
         graded_at=env["graded_at"], notes=tuple(notes) + tuple(executed.dropped),

@@ -58,6 +58,9 @@ class GradeResult:
     """`grade` (hidden cases drawn) or `check` (the public ones only)."""
     seed: int | None = None
     """The seed that drew the hidden cases (None for a self-check)."""
+    seed_from: str = ""
+    """Where the seed came from: `given` (--seed, a regrade's recorded one), `course secret` (derived from the
+    secret, the lesson and the student), `lesson and student` (derived without a secret), or "" (a self-check)."""
     hash_seed: int | None = None
     """The kernel's PYTHONHASHSEED."""
     digest: str | None = None
@@ -92,7 +95,7 @@ class GradeResult:
             "simulated": self.simulated, "environment": self.environment, "sandbox": self.sandbox,
         }
         if self.status == "graded":
-            data.update(mode=self.mode, seed=self.seed, hash_seed=self.hash_seed, digest=self.digest,
+            data.update(mode=self.mode, seed=self.seed, seed_from=self.seed_from, hash_seed=self.hash_seed, digest=self.digest,
                         submission=self.submission, graded_at=self.graded_at, notes=list(self.notes), run=self.run,
                         cells=list(self.cells), stored_outputs=self.stored_outputs,
                         as_submitted=list(self.as_submitted), explanations=list(self.explanations))

@@ -9,6 +9,7 @@ student recorded with another one gets a kernel started with theirs). The
 gradebook's row holds the new grade and the replaced ones move to its history
 table; `changes.csv`, the summary and the dashboard say who moved, from what
 to what, per exercise, and which digest (lesson, reference, submission) changed.
+Seeds are replayed only from results that can be trusted (`trusted`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import escape, files
-from grader.options import Options
+from grader import escape, files, seeds
+from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 
 DIGESTS = ("lesson", "reference", "submission")
+
+
+def trusted(recorded: dict[str, dict[str, Any]], public_key: Any = None) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """(the recorded results whose seeds a regrade may replay, the students whose seeds it may not).
+
+    A seed is replayed only as `--seed` would take it (an int within MAX_SEED, a hash seed within
+    MAX_HASH_SEED) and, where the course key is at hand, only from a result whose signature still holds: an edit
+    to the gradebook cannot choose a student's hidden cases or kill their kernel. Such a student is graded with a
+    freshly derived seed instead, and the regrade names them."""
+    from grader import sign
+
+    kept, refused = {}, []
+    for student, data in recorded.items():
+        if data.get("status") != "graded":
+            continue
+        bounded = seeds.trusted(data.get("seed"), MAX_SEED) and seeds.trusted(data.get("hash_seed"), MAX_HASH_SEED)
+        intact = public_key is None or sign.check(data, public_key)[0] == "intact"
+        if bounded and intact:
+            kept[student] = data
+        else:
+            refused.append(student)
+    return kept, sorted(refused)
 
 
 def batch_hash_seed(recorded: dict[str, dict[str, Any]]) -> int | None:

@@ -106,7 +106,8 @@ def report_line(summary: Any) -> str:
         line += f"\n  ignored (not submissions): {shown}"
     labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
               "failures": "grader failures (rerun to retry)", "missing": "on the roster, no submission",
-              "outside": "not on the roster", "changed": "grades the regrade moved (changes.csv)"}
+              "outside": "not on the roster", "changed": "grades the regrade moved (changes.csv)",
+              "untrusted": "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds"}
     for key, label in labels.items():
         names = summary.named.get(key, [])
         if names:

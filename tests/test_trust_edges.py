@@ -217,3 +217,50 @@ def test_two_results_of_one_lesson_in_case_twin_folders_are_not_intact(graded, t
     assert checked.exit_code == 1
     assert "Inference-Capacity/result.json: altered (a result of lesson 'inference-capacity' in the folder of " \
            "'Inference-Capacity'" in checked.output, checked.output
+
+
+# ---- finding 6: a regrade trusts the gradebook's seeds ----
+
+def test_only_bounded_seeds_of_intact_signed_results_are_replayed(course_key):
+    from grader import regrade, sign
+
+    key = sign.signing_key()
+    good = sign.sign({"status": "graded", "student": "ada", "seed": 5, "hash_seed": 7}, key)
+    huge = sign.sign({"status": "graded", "student": "ben", "seed": 10**30, "hash_seed": 7}, key)  # signed, unbounded
+    edited = dict(good, student="cy", seed=6)  # the signature no longer holds
+    boolean = sign.sign({"status": "graded", "student": "dee", "seed": True, "hash_seed": 7}, key)
+    kept, refused = regrade.trusted({"ada": good, "ben": huge, "cy": edited, "dee": boolean}, key.public_key())
+    assert list(kept) == ["ada"] and refused == ["ben", "cy", "dee"]
+    kept, refused = regrade.trusted({"cy": edited, "eve": {"status": "graded", "seed": 1, "hash_seed": 2**40}})
+    assert list(kept) == ["cy"] and refused == ["eve"]  # no key at hand: bounds alone
+
+
+@pytest.mark.kernel
+def test_a_regrade_grades_edited_seeds_with_fresh_ones_and_says_so(tmp_path, course_key):
+    import shutil
+    import sqlite3
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("ada.ipynb", "ben.py"):
+        shutil.copy(SAMPLES / name, folder / name)
+    out = tmp_path / "out"
+    options = grading.Options(limits=FAST)
+    batch.run(folder, LESSON, out, jobs=2, options=options, progress=False)
+    before = {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        for student, field, value in (("ada", "seed", 10**30), ("ben", "hash_seed", 2**40)):
+            (text,) = db.execute("SELECT result_json FROM grades WHERE student=?", (student,)).fetchone()
+            db.execute("UPDATE grades SET result_json=? WHERE student=?",
+                       (json.dumps(dict(json.loads(text), **{field: value})), student))
+    summary = batch.run(folder, LESSON, out, jobs=2, options=options, progress=False, regrade=True)
+    assert summary.named["untrusted"] == ["ada", "ben"]
+    after = {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
+    for student in ("ada", "ben"):
+        assert after[student]["status"] == "graded" and after[student]["score"] == before[student]["score"]
+        assert 0 <= after[student]["seed"] < 2**53 and 0 <= after[student]["hash_seed"] < 2**32
+        assert after[student]["seed"] == before[student]["seed"]  # freshly derived: the student's own seed again
+    from grader import render_text
+
+    assert "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds: ada, ben" in \
+        render_text.report_line(summary)
