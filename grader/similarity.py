@@ -1,10 +1,12 @@
 """Similarity: pairs of students whose written code (or explanations) match far more than chance, for review.
 
-Only what a student wrote is compared. Their code cells are tokenised with
-what disguises a copy normalised away (every identifier is one token, every
-number and string literal another; comments, spacing and line breaks are
-dropped), each top-level statement on its own, so reordering functions
-changes nothing. Fingerprints are winnowed k-grams of those tokens (MOSS's
+Only what a student wrote is compared. Their code cells are read as syntax
+trees and tokenised from the trees' canonical form, with what disguises a
+copy normalised away: every identifier is one token, every number and string
+literal another; comments, spacing, line breaks, `;`, redundant parentheses,
+docstrings and `pass` beside other statements leave no token. Each top-level
+statement is fingerprinted on its own, so reordering functions changes
+nothing. Fingerprints are winnowed k-grams of those tokens (MOSS's
 scheme). The lesson's handout is removed by fingerprint, not by cell tags or
 ids (which students lose or copy), and so is any fingerprint that most of the
 class shares. Markdown cells beyond the handout's are compared the same way
@@ -20,6 +22,7 @@ that anyone did.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import hashlib
 import io
@@ -83,28 +86,79 @@ def winnow(tokens: list[tuple[str, int]], k: int, window: int) -> dict[int, set[
     return chosen
 
 
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _inert(node: ast.stmt) -> bool:
+    """A statement that cannot change behaviour: `pass`, or an expression that is a constant (a docstring, `...`)."""
+    return isinstance(node, ast.Pass) or isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+
+
+def _header(node: ast.stmt) -> str:
+    """A statement as canonical source, without its nested statements (they are tokenised on their own lines)."""
+    shell = copy.copy(node)
+    for name in ("body", "orelse", "finalbody"):
+        if isinstance(getattr(node, name, None), list) and getattr(node, name):
+            setattr(shell, name, [ast.Pass()])
+    if getattr(node, "handlers", None):
+        shell.handlers = [ast.ExceptHandler(type=h.type, name=h.name, body=[ast.Pass()]) for h in node.handlers]
+    if getattr(node, "cases", None):
+        shell.cases = [ast.match_case(pattern=c.pattern, guard=c.guard, body=[ast.Pass()]) for c in node.cases]
+    return ast.unparse(shell)
+
+
+def _statements(body: list[Any]) -> list[tuple[str, int]]:
+    """Normalised tokens of a body's statements, in order, each token on its statement's first line; what cannot
+    change behaviour (`pass`, docstrings, `;`, parentheses, spacing, comments) leaves no token."""
+    tokens: list[tuple[str, int]] = []
+    for node in body:
+        if isinstance(node, (ast.ExceptHandler, ast.match_case)):
+            tokens += _statements(node.body)
+            continue
+        if _inert(node):
+            continue
+        tokens += [(token, node.lineno) for token in _normalised(_header(node)) if token != "pass"]
+        for name in _BODIES:
+            tokens += _statements(getattr(node, name, None) or [])
+    return tokens
+
+
+def _normalised(text: str) -> list[str]:
+    """Tokens of source text: every identifier one token, every number and string another; keywords and
+    operators as written."""
+    out: list[str] = []
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.NAME:
+            out.append(tok.string if keyword.iskeyword(tok.string) else "V")
+        elif tok.type in (tokenize.NUMBER, tokenize.STRING):
+            out.append("N" if tok.type == tokenize.NUMBER else "S")
+        elif tok.type == tokenize.OP:
+            out.append(tok.string)
+    return out
+
+
 def _code_tokens(source: str, offset: int) -> list[list[tuple[str, int]]]:
-    """Normalised tokens of each top-level statement (lines numbered from `offset`)."""
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
-    text = "\n".join(lines) + "\n"
+    """Normalised tokens of each top-level statement (lines numbered from `offset`), read from the canonical form
+    of its syntax tree so that noise added to a copy changes nothing; text that does not parse is tokenised as
+    written."""
+    text = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()) + "\n"
     try:
-        spans = [(node.lineno, node.end_lineno or node.lineno) for node in ast.parse(text).body]
-    except (SyntaxError, ValueError, RecursionError):
-        spans = [(1, len(lines))]
+        tree = ast.parse(text)
+        return [[(token, line + offset) for token, line in _statements([node])] for node in tree.body
+                if not _inert(node)]
+    except (SyntaxError, ValueError, RecursionError, tokenize.TokenError):
+        pass
     tokens: list[tuple[str, int]] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.NAME:
-                tokens.append((tok.string if keyword.iskeyword(tok.string) else "V", tok.start[0]))
-            elif tok.type == tokenize.NUMBER:
-                tokens.append(("N", tok.start[0]))
-            elif tok.type == tokenize.STRING:
-                tokens.append(("S", tok.start[0]))
-            elif tok.type == tokenize.OP:
-                tokens.append((tok.string, tok.start[0]))
+            kind = {tokenize.NAME: "V", tokenize.NUMBER: "N", tokenize.STRING: "S"}.get(tok.type)
+            if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) or tok.type == tokenize.OP:
+                kind = tok.string
+            if kind:
+                tokens.append((kind, tok.start[0] + offset))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
-    return [[(t, line + offset) for t, line in tokens if lo <= line <= hi] for lo, hi in spans]
+    return [tokens]
 
 
 def _words(text: str, offset: int) -> list[tuple[str, int]]:

@@ -264,3 +264,64 @@ def test_a_regrade_grades_edited_seeds_with_fresh_ones_and_says_so(tmp_path, cou
 
     assert "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds: ada, ben" in \
         render_text.report_line(summary)
+
+
+# ---- finding 2: similarity evaded by noise ----
+
+def _simple_ends(source: str) -> list[tuple[int, int]]:
+    import ast
+
+    return sorted({(n.end_lineno, n.col_offset) for n in ast.walk(ast.parse(source))
+                   if isinstance(n, ast.stmt) and not hasattr(n, "body")})
+
+
+def _semicolons(source: str) -> str:
+    lines = source.splitlines()
+    for end, _ in _simple_ends(source):
+        lines[end - 1] += ";"
+    return "\n".join(lines)
+
+
+def _passes(source: str) -> str:
+    lines = source.splitlines()
+    for end, col in sorted(_simple_ends(source), reverse=True):
+        lines.insert(end, " " * col + "pass")
+    return "\n".join(lines)
+
+
+def _unparsed(source: str) -> str:
+    import ast
+
+    return ast.unparse(ast.parse(source))
+
+
+def _docstrings_and_parens(source: str) -> str:
+    return "\n".join(line.replace(" = ", " = (", 1) + ")" if " = " in line and not line.rstrip().endswith(("(", "[", "{", ",", "\\"))
+                     and line.count("(") == line.count(")") and "#" not in line else line
+                     for line in source.splitlines()) + '\n"""A docstring-like constant."""\n'
+
+
+@pytest.mark.parametrize("noise", [_semicolons, _passes, _unparsed, _docstrings_and_parens])
+def test_noise_that_cannot_change_behaviour_does_not_hide_a_copy(noise):
+    import copy
+
+    from grader import handout, lessons, similarity
+    from test_similarity import _class
+
+    notebooks = _class()  # the reference, two disguised copies, two independent solutions, two blank handouts
+    noisy = copy.deepcopy(notebooks["orig"])
+    changed = 0
+    for cell in noisy.cells:
+        if cell.cell_type == "code" and cell.get("id", "").startswith("answer-"):
+            try:
+                cell.source, changed = noise(cell.source), changed + 1
+                compile(cell.source, "cell", "exec")
+            except SyntaxError:
+                pytest.fail(f"{noise.__name__} made a cell that does not parse")
+    assert changed >= 3
+    notebooks["noisy"] = noisy
+    report = similarity.analyse(notebooks, handout.scaffold(lessons.get(LESSON)))
+    scores = {frozenset(p.students): p.score for p in report.code}
+    assert scores[frozenset(("orig", "noisy"))] >= 0.9
+    for other in ("indep1", "indep2"):  # independently written solutions stay apart
+        assert scores.get(frozenset(("orig", other)), 0.0) < 0.2 and scores.get(frozenset(("noisy", other)), 0.0) < 0.2
