@@ -1,14 +1,9 @@
-"""Command line: grade, check, release, validate, batch, portfolio.
-
-Each command calls one library function and one renderer. User errors are
-caught in one place, the group's `invoke`: a `GraderError` is one stderr line
-and exit 2, Ctrl-C is one line and exit 130; anything else is a grader bug
-and keeps its traceback.
-
-Each command imports the parts it uses: `batch` starts its kernel template
-before it imports the grading machinery, so the two overlap.
+"""Command line: grade, check, release, validate, build-solution, batch, similarity, export, portfolio, keys,
+verify (and the hidden gradescope-run). Each command calls one library function and one renderer, importing only
+what it uses (`batch` starts its kernel template before the grading machinery, so the two overlap). User errors
+are caught in one place, the group's `invoke`: a `GraderError` is one stderr line and exit 2, Ctrl-C one line
+and exit 130; anything else is a grader bug and keeps its traceback.
 """
-
 from __future__ import annotations
 
 import os
@@ -325,23 +320,9 @@ def keys_group() -> None:
 def keys_init_cmd(folder: Path | None) -> None:
     """Make a new course key pair (Ed25519) and the course secret hidden cases are drawn from; an existing key or
     secret is never overwritten."""
-    from grader import seeds, sign
+    from grader import seeds
 
-    where = folder or sign.key_dir()
-    try:
-        key_path, pub_path = sign.init(folder)
-    except sign.KeyProblem:
-        made = seeds.make_secret(where) if (where / sign.KEY_NAME).exists() else None
-        if made is None:
-            raise
-        _echo(f"{made} (the course secret, added beside the existing key: hidden cases are drawn from it; back it "
-              "up, never share it)")
-        return
-    secret = seeds.make_secret(where)
-    _echo(f"{key_path} (private: back it up, never share it)\n{pub_path} (public: give it to whoever verifies)\n"
-          + (f"{secret} (the course secret: hidden cases are drawn from it; back it up, never share it)\n"
-             if secret else "")
-          + f"fingerprint {sign.fingerprint(sign.public_key(pub_path))}")
+    _echo("\n".join(seeds.init_course(folder)))
 
 
 @main.command("verify")
@@ -386,9 +367,11 @@ def build_solution_cmd(lesson_id: str) -> None:
 def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | None, roster: Path | None,
                assignment_id: str, assignment: str) -> None:
     """Hand a batch's grades and feedback to Canvas, PrairieLearn or Gradescope (OUTDIR: the batch's --out)."""
-    from grader import platforms
+    from grader import gradescope, platforms
 
-    written = platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment, assignment_id)
+    written = (gradescope.bundle(lesson_id or platforms.batch_lesson(batch_dir), target or batch_dir / "export" / fmt)
+               if fmt == "gradescope" else platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment,
+                                                            assignment_id))
     _echo(platforms.describe(fmt, written))
 
 
@@ -396,16 +379,12 @@ def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | 
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--lesson", "lesson_id", required=True)
 def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
-    """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (always).
-
-    The sandbox is chosen by trial (bubblewrap if it starts here, else the kernel as nobody); student code runs
-    as root only if the instructor set GRADER_ALLOW_ROOT_KERNEL=1, and the output then says so. The result is
-    written after every process of the kernel's is gone, into a folder only root may write.
-    """
-    from grader import platforms
+    """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (always; see
+    gradescope.py). Student code runs as root only where GRADER_ALLOW_ROOT_KERNEL=1, and the output says so."""
+    from grader import gradescope
 
     allow_root = os.environ.get("GRADER_ALLOW_ROOT_KERNEL") == "1"
-    graded, data, results = platforms.gradescope_run(root, lesson_id, _options(sandbox="none" if allow_root else None))
+    graded, data, results = gradescope.run(root, lesson_id, _options(sandbox="none" if allow_root else None))
     _echo(f"{graded['score']:g} points; results in {results / 'results.json'}")
     box = data.get("sandbox") or {}
     if box:

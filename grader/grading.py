@@ -14,7 +14,7 @@ from typing import Any
 from grader import (compile_cache, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
                     probe, run, sandbox, seeds, staff_code, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
-from grader.options import MAX_HASH_SEED, MAX_SEED, Options
+from grader.options import MAX_HASH_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
 
 

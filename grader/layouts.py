@@ -232,16 +232,27 @@ def files_under(folder: Path) -> list[Path]:
 
 
 def _files_under(folder: Path, root: Path, ignored: list[str]) -> list[Path]:
-    """Every file below `folder` that is not ignorable, links and other non-folders included (never followed)."""
-    found = []
-    for path in sorted(folder.iterdir()):
-        if ignorable(path.name):
-            ignored.append(str(path.relative_to(root)))
-        elif _kind(path) == "dir":
-            found += _files_under(path, root, ignored)
-        else:
-            found.append(path)
-    return found
+    """Every file below `folder` that is not ignorable, links and other non-folders included (never followed),
+    in sorted order; walked with a stack, so no depth of nesting exhausts the interpreter's recursion."""
+    found: list[Path] = []
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            inside = sorted(current.iterdir())
+        except OSError:
+            found.append(current)  # a folder that cannot be listed: read (and refused) as what it is
+            continue
+        folders = []
+        for path in inside:
+            if ignorable(path.name):
+                ignored.append(str(path.relative_to(root)))
+            elif _kind(path) == "dir":
+                folders.append(path)
+            else:
+                found.append(path)
+        stack += reversed(folders)
+    return sorted(found)
 
 
 def _layout_of(folder: Path) -> str:

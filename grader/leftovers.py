@@ -39,8 +39,9 @@ def _descendants(of: int) -> dict[int, int]:
         except OSError:
             continue
         fields = stat_line[stat_line.rfind(")") + 2:].split()
-        if len(fields) < 2 or fields[0] == "Z":
-            continue
+        if len(fields) < 2 or fields[0] == "Z" and not _live_thread(entry):
+            continue  # a zombie whose threads are all gone: nothing left to end (a leader that left by a raw
+            # SYS_exit while another thread runs shows as Z too, and is ended with the rest)
         uid = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("Uid:")), -1)
         children.setdefault(int(fields[1]), []).append(int(entry.name))
         uids[int(entry.name)] = uid
@@ -52,6 +53,77 @@ def _descendants(of: int) -> dict[int, int]:
             found[pid] = uids.get(pid, -1)
             todo += children.get(pid, [])
     return found
+
+
+def _live_thread(entry: Path) -> bool:
+    """Whether any thread of a process (its /proc entry) is not a zombie."""
+    try:
+        tasks = list((entry / "task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            line = (task / "stat").read_text()
+        except OSError:
+            continue
+        if line[line.rfind(")") + 2:].split()[:1] != ["Z"]:
+            return True
+    return False
+
+
+def _user_tasks(uid: int) -> list[int]:
+    """Every process with a live thread whose real uid is `uid`, found by user (not by ancestry): what a double
+    fork, a new session or a leader gone by raw SYS_exit cannot hide from."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        owner = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("Uid:")), -1)
+        if owner == uid and _live_thread(entry):
+            found.append(int(entry.name))
+    return found
+
+
+def end_user(uid: int, rounds: int = 50) -> int:
+    """As root, end every process of `uid` on this machine (`kill(-1, SIGKILL)` sent as that user, until none is
+    left); returns how many rounds found some. Only where one grade owns the user: a platform's container."""
+    import signal
+
+    if os.geteuid() != 0 or uid == 0:
+        return 0
+    hit = 0
+    for _ in range(rounds):
+        if not _user_tasks(uid):
+            break
+        hit += 1
+        pid = os.fork()
+        if pid == 0:  # the child drops to `uid` and signals everything that user may signal (never root's)
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.01)
+    _reap()
+    return hit
+
+
+def _reap() -> None:
+    """Reap whatever was reparented here (this process is a subreaper) and has died."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def end_leftovers(uid: int | None, rounds: int = 50) -> int:

@@ -92,8 +92,9 @@ def _platform_tests(exercise: dict[str, Any]) -> list[PlatformTest]:
 def gradescope_results(data: dict[str, Any], seconds: float = 0.0) -> dict[str, Any]:
     """A result in Gradescope's autograder results format."""
     if data.get("status") != "graded":
-        return {"score": 0.0, "execution_time": round(seconds), "output": f"Not graded: {data.get('error')}",
-                "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+        why = layouts.printable(str(data.get("error")))  # one line: a name cannot forge PASS lines or markup
+        return {"score": 0.0, "execution_time": round(seconds), "output": f"Not graded: {why}",
+                "output_format": "text", "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
     tests, public = [], []
     for exercise in data["exercises"]:
         for test in _platform_tests(exercise):
@@ -107,6 +108,7 @@ def gradescope_results(data: dict[str, Any], seconds: float = 0.0) -> dict[str, 
     return {"score": float(data.get("score") or 0.0), "execution_time": round(seconds),
             "output": "Public checks (everything else is graded and shown after the due date):\n" + "\n".join(public)
                       + isolation_text(data.get("sandbox") or {}),
+            "output_format": "text", "test_output_format": "text",
             "visibility": "after_due_date", "stdout_visibility": "hidden", "tests": tests}
 
 
@@ -137,6 +139,11 @@ def prairielearn_results(data: dict[str, Any]) -> dict[str, Any]:
 
 # ---- exports over a batch's gradebook ----
 
+def batch_lesson(batch_dir: Path) -> str:
+    """The one lesson a batch's gradebook holds results of (else one line saying to pass --lesson)."""
+    return _latest(Path(batch_dir), None)[1]
+
+
 def _latest(batch_dir: Path, lesson_id: str | None) -> tuple[list[dict[str, Any]], str]:
     path = batch_dir / "gradebook.sqlite"
     if not path.is_file():
@@ -157,11 +164,10 @@ def _latest(batch_dir: Path, lesson_id: str | None) -> tuple[list[dict[str, Any]
 
 def export(fmt: str, batch_dir: str | Path, out: str | Path | None = None, lesson_id: str | None = None,
            roster: str | Path | None = None, assignment: str = "", assignment_id: str = "") -> Path:
-    """Write `fmt`'s files for the batch in `batch_dir`; returns the folder written."""
+    """Write `fmt`'s files (canvas, prairielearn) for the batch in `batch_dir`; returns the folder written.
+    Gradescope's is the autograder bundle (`gradescope.bundle`), not a batch's grades."""
     batch_dir = Path(batch_dir)
     target = Path(out) if out else batch_dir / "export" / fmt
-    if fmt == "gradescope":
-        return gradescope_bundle(lesson_id or _latest(batch_dir, None)[1], target)
     results, lesson_id = _latest(batch_dir, lesson_id)
     if fmt == "prairielearn":
         for data in results:
@@ -251,114 +257,3 @@ def _comment_name(data: dict[str, Any]) -> str:
     if match:
         return f"{match['name']}{match['late'] or ''}_{match['user']}_{match['submission']}_feedback.txt"
     return f"{re.sub(r'[^A-Za-z0-9._-]', '_', data['student'])}_feedback.txt"
-
-
-# ---- the Gradescope bundle ----
-
-RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope calls this once per submission. AUTOGRADER_ROOT and GRADER_PYTHON exist for tests only.
-# Student code never runs as root: export GRADER_ALLOW_ROOT_KERNEL=1 here only for a container where the kernel can
-# run neither in bubblewrap nor as nobody (every result then says so).
-set -u
-ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
-PY="${{GRADER_PYTHON:-$ROOT/venv/bin/python}}"
-mkdir -p "$ROOT/results"
-exec "$PY" -m grader --course "$ROOT/source/course" gradescope-run --root "$ROOT" --lesson {lesson}
-"""
-
-SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once, as root, when the image is built.
-set -euo pipefail
-export DEBIAN_FRONTEND=noninteractive
-apt-get update
-apt-get install -y software-properties-common bubblewrap
-add-apt-repository -y ppa:deadsnakes/ppa      # the images ship an older Python than the grader needs
-apt-get update
-apt-get install -y python3.11 python3.11-venv
-python3.11 -m venv /autograder/venv
-/autograder/venv/bin/pip install --upgrade pip
-/autograder/venv/bin/pip install /autograder/source/grader-src
-# Kernels run as nobody (in bubblewrap where the container allows it, else under setpriv): the interpreter, the
-# grader, the lessons and the templates are readable by others, the solutions by root only.
-chmod a+rx /autograder /autograder/source /autograder/source/course
-chmod -R a+rX /autograder/venv /autograder/source/grader-src /autograder/source/course/lessons \
-  /autograder/source/course/templates
-chown -R root:root /autograder/source/course/solutions
-chmod -R go-rwx /autograder/source/course/solutions
-"""
-
-
-def gradescope_bundle(lesson_id: str, target: Path) -> Path:
-    """`autograder.zip`: setup.sh, run_autograder, the grader's source, the lesson, its templates and solutions."""
-    lesson = lessons.get(lesson_id)
-    if not (lesson.solutions / "hidden.py").is_file():
-        raise GraderError(f"the Gradescope bundle needs the instructor's solutions/{lesson.id}: run from the course "
-                          "checkout or pass --course DIR")
-    package = Path(__file__).resolve().parent
-    checkout = package.parent
-    entries: dict[str, bytes | Path] = {
-        "setup.sh": SETUP_SH.encode(), "run_autograder": RUN_AUTOGRADER.format(lesson=lesson.id).encode()}
-    for path in sorted(package.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed"):
-            entries[f"grader-src/grader/{path.relative_to(package)}"] = path
-    if (checkout / "pyproject.toml").is_file():
-        entries["grader-src/pyproject.toml"] = checkout / "pyproject.toml"
-        entries["grader-src/README.md"] = checkout / "README.md"
-    for name, folder in (("lessons", lesson.folder), ("solutions", lesson.solutions)):
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                entries[f"course/{name}/{lesson.id}/{path.relative_to(folder)}"] = path
-    templates = lessons.course_folder("templates")
-    for path in sorted(templates.rglob("*.j2")):
-        entries[f"course/templates/{path.relative_to(templates)}"] = path
-        entries[f"grader-src/templates/{path.relative_to(templates)}"] = path
-    for path in sorted(lessons.course_folder("lessons").rglob("*")):  # the package ships every lesson's public part
-        if path.is_file() and "__pycache__" not in path.parts:
-            entries[f"grader-src/lessons/{path.relative_to(lessons.course_folder('lessons'))}"] = path
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
-        for name, source in entries.items():
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-            info.external_attr = (0o755 if name in ("setup.sh", "run_autograder") else 0o644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            bundle.writestr(info, source if isinstance(source, bytes) else source.read_bytes())
-    files.write_bytes(target / "autograder.zip", buffer.getvalue())
-    return target
-
-
-def unpack_bundle(bundle: Path, root: Path) -> None:
-    """Lay a bundle out as Gradescope does (`<root>/source/...`), keeping the scripts executable (tests, dry runs);
-    unpacked by the one safe unpacker, like a class zip."""
-    folder, refused = layouts.unzip(bundle, root / "source")
-    if refused or folder != root / "source":
-        raise GraderError(f"{bundle.name} is not a Gradescope bundle of this grader ({len(refused)} entries refused)")
-    with zipfile.ZipFile(bundle) as archive:
-        for info in archive.infolist():
-            if (info.external_attr >> 16) & 0o111:
-                (root / "source" / info.filename).chmod(0o755)
-
-
-def gradescope_run(root: Path, lesson_id: str, options: Any) -> tuple[dict[str, Any], dict[str, Any], Path]:
-    """Inside Gradescope's container: grade ROOT/submission and write ROOT/results/results.json (always);
-    (what Gradescope reads, the result, the results folder). The result is written after every process of the
-    kernel's is gone, into a folder only root may write."""
-    import os
-    import time
-
-    from grader import grading, layouts
-
-    began = time.monotonic()
-    results = files.make_dirs(root / "results")
-    if os.geteuid() == 0:
-        os.chown(results, 0, 0)
-    results.chmod(0o755)  # the kernel's user (nobody) may read the results folder, never write in it
-    found = layouts.files_under(root / "submission") if (root / "submission").is_dir() else []
-    if len(found) == 1:
-        data = grading.grade_one(found[0], lesson_id, options, student="submission").result.to_dict()
-    else:
-        why = ("no file was submitted" if not found else
-               f"{len(found)} files were submitted ({', '.join(p.name for p in found[:5])}): submit one notebook")
-        data = grading.rejected(root / "submission", why, lesson_id, "submission").to_dict()
-    graded = gradescope_results(data, time.monotonic() - began)
-    files.write_text(results / "results.json", json.dumps(graded, indent=2))
-    return graded, data, results

@@ -86,3 +86,24 @@ def batch_hash_seed(lesson_id: str, secret: bytes | None = None) -> int:
 def trusted(value: object, largest: int) -> bool:
     """Whether a recorded seed is one `--seed` would take: an int (not a bool) in 0..largest."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= largest
+
+
+def init_course(folder: Path | None) -> list[str]:
+    """`grader keys init`: the course key pair and the course secret in `folder` (default: the config folder);
+    where the key exists already, only a missing secret is made. What was made, in lines for the instructor."""
+    from grader import sign
+
+    where = Path(folder) if folder else sign.key_dir()
+    try:
+        key_path, pub_path = sign.init(where)
+    except sign.KeyProblem:
+        made = make_secret(where) if (where / sign.KEY_NAME).exists() else None
+        if made is None:
+            raise
+        return [f"{made} (the course secret, added beside the existing key: hidden cases are drawn from it; "
+                "back it up, never share it)"]
+    secret = make_secret(where)
+    return [f"{key_path} (private: back it up, never share it)", f"{pub_path} (public: give it to whoever verifies)",
+            *([f"{secret} (the course secret: hidden cases are drawn from it; back it up, never share it)"]
+              if secret else []),
+            f"fingerprint {sign.fingerprint(sign.public_key(pub_path))}"]

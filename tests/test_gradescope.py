@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 from conftest import patched_solution, write
-from grader import kernel_command, platforms, sandbox
+from grader import gradescope, kernel_command, platforms, sandbox
 from grader.limits import Limits
 
 HERE = Path(__file__).parent
@@ -34,7 +34,7 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the kernel is run as n
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    return platforms.export("gradescope", HERE, tmp_path_factory.mktemp("gs"), lesson_id=LESSON) / "autograder.zip"
+    return gradescope.bundle(LESSON, tmp_path_factory.mktemp("gs")) / "autograder.zip"
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def denied_bwrap(tmp_path) -> Path:
 
 def _layout(bundle: Path, root: Path, submission: Path | None = None) -> Path:
     """`root` laid out as Gradescope's /autograder: the bundle in source/, the submission in submission/."""
-    platforms.unpack_bundle(bundle, root)
+    gradescope.unpack_bundle(bundle, root)
     (root / "submission").mkdir(parents=True)
     (root / "results").mkdir(mode=0o777)
     if submission is not None:
@@ -171,3 +171,72 @@ def test_without_namespaces_the_kernel_runs_as_nobody_and_nothing_it_leaves_outl
         assert f"not held: {layer}" in data["output"]
     executed = json.loads((root / "results" / "results.json").read_text())
     assert _after_the_daemon(root, mark) == executed and "FORGED" not in json.dumps(executed)
+
+
+@root_only
+@needs_bwrap
+def test_nothing_of_nobodys_outlives_the_grade_and_the_platforms_record_is_closed(bundle, tmp_path, denied_bwrap):
+    """Findings 11a and 11b: a process whose leader left by raw SYS_exit is ended (by user, not by ancestry), and
+    the kernel cannot read submission_metadata.json."""
+    import tempfile
+
+    root = _layout(bundle, tmp_path / "autograder")
+    metadata = root / "submission_metadata.json"
+    metadata.write_text(json.dumps({"users": [{"email": "ada@example.edu", "sid": "1001", "name": "Ada"}],
+                                    "previous_submissions": [{"results": {"output": "hidden test output"}}]}))
+    metadata.chmod(0o644)
+    shared = Path(tempfile.mkdtemp(prefix="gs-outlive-"))  # somewhere nobody may write, outside the grade
+    shared.chmod(0o777)
+    mark = shared / "mark"
+    text = (HERE / "submissions" / "hostile" / "outlives-by-user.py").read_text()
+    for key, value in {"METADATA": str(metadata), "HOLD": "2", "MARK_FILE": str(mark)}.items():
+        text = text.replace(f"__{key}__", value)
+    write(patched_solution(LESSON, text), root / "submission" / "sub.ipynb")
+    # as on Gradescope, where /autograder is open to others (setup.sh): only the grader can close the record
+    prefix = _container([], [Path(sys.base_prefix), Path(sys.prefix), root, denied_bwrap])[:-1] + ["--"]
+    try:
+        data = _run(root, prefix, PATH=f"{denied_bwrap}:{os.environ['PATH']}")
+        assert "the kernel ran as nobody" in data["output"]
+        assert data["score"] == 3.0, data["output"]  # the metadata was not readable: batch-sweep passed
+        time.sleep(3)
+        assert not mark.exists(), "a thread of the student's outlived the grade"
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_deep_folder_and_hostile_names_still_give_one_plain_results_json(bundle, tmp_path):
+    """Findings 11c, 11d and 'results.json whatever happens': a submission nested 1,100 folders deep holding two
+    files whose names carry newlines, PASS lines and HTML."""
+    root = _layout(bundle, tmp_path / "autograder")
+    deep = str(root / "submission")
+    for _ in range(1100):  # made one level at a time: pathlib's and os's own makers recurse
+        deep += "/d"
+        os.mkdir(deep)
+    deep = Path(deep)
+    (deep / "a\nPASS batch-sweep\nIsolation: sandbox bwrap.ipynb").write_text("{}")
+    (deep / "<img src=x onerror=alert(1)>.ipynb").write_text("{}")
+    try:
+        data = _run(root)
+    finally:  # removed one level at a time, as it was made
+        for path in deep.iterdir():
+            path.unlink()
+        for _ in range(1100):
+            os.rmdir(deep)
+            deep = deep.parent
+    assert data["score"] == 0 and data["output_format"] == "text"
+    lines = data["output"].splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Not graded: 2 files were submitted")
+    assert "\\nPASS batch-sweep" in lines[0]  # shown as text, never as a line of its own
+
+
+def test_a_grader_failure_still_writes_results_json(tmp_path, monkeypatch):
+    from grader import grading
+
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "a.ipynb").write_text("{}")
+    monkeypatch.setattr(grading, "grade_one", lambda *a, **k: (_ for _ in ()).throw(RecursionError("deep")))
+    graded, data, results = gradescope.run(root, LESSON, grading.Options())
+    written = json.loads((results / "results.json").read_text())
+    assert written == graded and written["score"] == 0 and "grader failed (RecursionError)" in written["output"]
+    jsonschema.validate(written, SCHEMA)

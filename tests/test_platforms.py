@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 from conftest import FAST, SEED, statuses
-from grader import batch, grading, layouts, platforms
+from grader import batch, gradescope, grading, layouts, platforms
 from grader.errors import GraderError
 
 HERE = Path(__file__).parent
@@ -228,7 +228,7 @@ def test_a_rejected_result_is_not_gradable_on_prairielearn_and_scores_zero_on_gr
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    return platforms.export("gradescope", HERE, tmp_path_factory.mktemp("gs"), lesson_id=LESSON) / "autograder.zip"
+    return gradescope.bundle(LESSON, tmp_path_factory.mktemp("gs")) / "autograder.zip"
 
 
 def test_the_bundle_holds_what_setup_and_run_need(bundle):
@@ -249,7 +249,7 @@ def test_the_bundle_holds_what_setup_and_run_need(bundle):
 
 
 def _run_autograder(bundle: Path, root: Path, submission: Path | None) -> dict:
-    platforms.unpack_bundle(bundle, root)
+    gradescope.unpack_bundle(bundle, root)
     (root / "submission").mkdir(parents=True)
     if submission is not None:
         shutil.copy(submission, root / "submission" / submission.name)
