@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import (files, finish, grading, host, layouts, lessons, record, render, render_similarity, render_text, seeds,
-                    sign, similarity)
+from grader import (certs, files, finish, grading, host, layouts, lessons, record, render, render_similarity,
+                    render_text, seeds, sign, similarity)
 from grader import regrade as regrades
 from grader import roster as class_list
 from grader.errors import GraderError
@@ -58,7 +58,6 @@ class Summary:
     """Files that are not submissions, and files that do not fit the layout (with why)."""
 
 
-
 def _die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -72,8 +71,6 @@ def _die_with_parent() -> None:
 
 KERNEL_MEMORY_BYTES = 512 * 2**20
 """Memory to keep free per job when choosing the default (a JAX kernel with its lesson data stays well below)."""
-
-
 ACCELERATOR_JOBS = 4
 """Jobs per accelerator at most: each kernel allocates what it uses on it (no preallocation), and the CPU work
 of a grade still dominates."""
@@ -82,12 +79,10 @@ of a grade still dominates."""
 def default_jobs(device: str = "cpu") -> int:
     """Two jobs per core, fewer if memory is short; on an accelerator, also at most ACCELERATOR_JOBS per device.
 
-    A job alternates between its grading process and its kernel, and waits on
-    every round trip between them: with one job per core the cores sat 15-24 %
-    idle (vmstat during a batch on 2 cores); with one per core plus one, 6-8 %;
-    two per core graded the bench's 40 submissions 5-9 % faster again. Kernels
-    already run single-threaded (XLA and BLAS; kernel_command.kernel_env), so more jobs
-    do not oversubscribe the cores with threads.
+    A job alternates between its grading process and its kernel, and waits on every round trip between them:
+    with one job per core the cores sat 15-24 % idle (vmstat during a batch on 2 cores); with one per core plus
+    one, 6-8 %; two per core graded the bench's 40 submissions 5-9 % faster again. Kernels already run
+    single-threaded (XLA and BLAS; kernel_command.kernel_env), so more jobs do not oversubscribe the cores.
     """
     cores = os.cpu_count() or 1
     available = host.memory_bytes("MemAvailable") or (cores + 1) * KERNEL_MEMORY_BYTES
@@ -133,6 +128,8 @@ class _Plan:
     """A regrade's options for each student (their recorded seeds)."""
     untrusted: list[str] = field(default_factory=list)
     """Students a regrade grades with freshly derived seeds: their recorded ones could not be trusted."""
+    tls: Path | None = None
+    """The course's cluster certificates (a `--scheduler` batch)."""
 
 
 def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | None, options: grading.Options,
@@ -165,17 +162,20 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
 def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
         options: grading.Options = grading.Options(), scheduler: str | None = None,
         progress: bool = True, roster: str | Path | None = None, began: float | None = None,
-        regrade: bool = False) -> Summary:
+        regrade: bool = False, tls: str | Path | None = None) -> Summary:
     """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable.
 
     `regrade`: grade every submission again, each with its recorded seeds (regrade.py), and say what changed.
-    `began`: when the command started (monotonic clock), so the summary's time counts its start-up too."""
+    `began`: when the command started (monotonic clock), so the summary's time counts its start-up too.
+    `scheduler`: a Dask cluster's `tls://` address, with the course's certificates in `tls` (certs.py)."""
     began = began if began is not None else time.monotonic()
+    if scheduler:
+        certs.check_address(scheduler, Path(tls) if tls else None)
     out = Path(out)
     lesson = lessons.get(lesson_id)
     members = class_list.read(roster) if roster else None
     with _removed_if_refused(out):
-        plan = _plan(folder, lesson, out, jobs, options, scheduler, regrade)
+        plan = replace(_plan(folder, lesson, out, jobs, options, scheduler, regrade), tls=Path(tls) if tls else None)
     counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
     named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": [],
                                    "untrusted": plan.untrusted}
@@ -367,7 +367,7 @@ def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tup
 
         by_path = {str(entry.paths[0]): entry for entry in todo}
         for path, graded in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options,
-                                            plan.per_student):
+                                            plan.per_student, plan.tls):
             yield by_path[str(path)], graded
         return
     # Even one job runs in a worker process: there nbclient's own SIGINT handler (it shuts the kernel down under

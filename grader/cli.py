@@ -54,33 +54,6 @@ def _warn_sandbox(data: dict[str, Any]) -> None:
                    err=True)
 
 
-def _emit(result: Any, json_path: str | None, html_path: Path | None, md_path: Path | None = None,
-          notebook_path: Path | None = None) -> dict[str, Any]:
-    """Write what was asked for; the result last, with the digests of the rest and the course's signature."""
-    import dataclasses
-
-    from grader import files, finish, record, sign
-
-    graded = finish.drawn(result)
-    if html_path:
-        files.write_text(html_path, graded.report_html)
-    if md_path:
-        files.write_text(md_path, graded.report_md)
-    if notebook_path and graded.notebook is not None:
-        files.write_text(notebook_path, graded.notebook)
-    # The result vouches only for the files written beside it: a digest of a file nobody kept could never verify.
-    written = dataclasses.replace(graded, report_html=graded.report_html if html_path else "",
-                                  report_md=graded.report_md if md_path else "",
-                                  notebook=graded.notebook if notebook_path else None)
-    data = written.sealed(sign.signing_key())
-    if json_path == "-":
-        sys.stdout.write(record.dumps(data))
-        sys.stdout.flush()
-    elif json_path:
-        record.write_json(data, json_path)
-    return data
-
-
 class _Interrupted(GraderError):
     """Ctrl-C, with what is kept and how to go on."""
 
@@ -170,17 +143,17 @@ def main() -> None:
 def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, html_path: Path | None,
               md_path: Path | None, notebook_path: Path | None, **flags: Any) -> None:
     """Grade one .ipynb or .py submission."""
-    from grader import grading, render_text
+    from grader import finish, grading, render_text
 
     options = _options(**flags)
     try:
         result = grading.grade(submission, lesson_id, options)
     except GraderError as err:  # the reason is also a `rejected` result where one was asked for
-        _emit(grading.rejected(submission, str(err), lesson_id), json_path, html_path, md_path)
+        finish.emit(grading.rejected(submission, str(err), lesson_id), json_path, html_path, md_path)
         raise
     data = result.to_dict()
     _warn_sandbox(data)
-    _emit(result, json_path, html_path, md_path, notebook_path)
+    finish.emit(result, json_path, html_path, md_path, notebook_path)
     if json_path != "-":
         _echo(render_text.result_text(data))
 
@@ -238,15 +211,17 @@ def validate_cmd(lesson_id: str, **flags: Any) -> None:
 @click.option("--lesson", "lesson_id", required=True)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--jobs", type=click.IntRange(min=1), help="Parallel grading jobs (default: two per core, fewer if memory is short).")
-@click.option("--scheduler", help="Address of an existing Dask scheduler (needs the [dask] extra).")
+@click.option("--scheduler", help="A Dask scheduler's tls://HOST:PORT (needs the [dask] extra and --tls).")
+@click.option("--tls", "tls_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="The folder `grader cluster certs` wrote (ca.pem, client.pem, client-key.pem).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @click.option("--regrade", is_flag=True,
               help="Grade every submission again with its recorded seeds (after fixing a lesson); writes changes.csv.")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The class: a CSV of student ids, or Canvas's gradebook export (names, SIS ids, sections).")
 @_sandbox_options
-def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None, no_zygote: bool,
-              regrade: bool, roster: Path | None, **flags: Any) -> None:
+def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None,
+              tls_dir: Path | None, no_zygote: bool, regrade: bool, roster: Path | None, **flags: Any) -> None:
     """Grade every submission in FOLDER (a folder or a .zip: flat, per-student, nbgrader, Canvas or Moodle
     layout); rerun to resume."""
     began = time.monotonic()
@@ -268,7 +243,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler,
-                               roster=roster, began=began, regrade=regrade)
+                               roster=roster, began=began, regrade=regrade, tls=tls_dir)
     except KeyboardInterrupt:
         raise _Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None
@@ -323,6 +298,21 @@ def keys_init_cmd(folder: Path | None) -> None:
     from grader import seeds
 
     _echo("\n".join(seeds.init_course(folder)))
+
+
+@main.group("cluster")
+def cluster_group() -> None:
+    """A Dask cluster only the course can use (mutual TLS)."""
+
+
+@cluster_group.command("certs")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def cluster_certs_cmd(folder: Path) -> None:
+    """Make the course CA and the scheduler's, workers' and client's certificates in FOLDER."""
+    from grader import certs
+
+    _echo("\n".join(str(path) for path in certs.make(folder)) + f"\nthe CA's key: {folder / certs.CA_KEY} "
+          "(keep it off the workers; needed only to make more certificates)")
 
 
 @main.command("verify")

@@ -1,7 +1,10 @@
 """Run a batch's per-submission task on an existing Dask distributed cluster.
 
-Workers need the project and the course folder installed: each task carries
-the submission's bytes and name, so no shared filesystem is assumed. Each
+Only the course may use the cluster: the scheduler, every worker and the
+client speak mutual TLS with certificates of the course CA (certs.py), and a
+`tcp://` address is refused. Workers need the project and the course folder
+installed: each task carries the submission's bytes (read once, the bytes that
+were digested) and name, so no shared filesystem is assumed. Each
 worker process keeps a warm template of its own (`TemplatePlugin`, started
 when the plugin is registered and again whenever a worker restarts), and
 forks every single-use kernel from it exactly as a local batch does, with the
@@ -14,12 +17,13 @@ allows) is that student's grader-failure row, which the next run retries.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import finish, grading
+from grader import certs, files, finish, grading, load
 from grader.errors import GraderError
 from grader.record import INTERNAL_ERROR
 
@@ -81,29 +85,52 @@ def lost(path: Path, lesson_id: str, student: str, err: BaseException) -> finish
     return finish.Graded(grading.rejected(path, why, lesson_id, student))
 
 
+def _submission(path: Path) -> tuple[bytes, str]:
+    """The bytes a task carries and their digest, read once (never through a link): what is graded is what was
+    digested, whatever is put in the file's place afterwards."""
+    data = files.read_regular(path, load.MAX_BYTES)
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def _checked(path: Path, lesson_id: str, student: str, sent: str, graded: finish.Graded) -> finish.Graded:
+    """A worker's answer, unless it grades other bytes than the ones sent (then a grader failure, retried)."""
+    if graded.result.digest and graded.result.digest != sent:
+        return lost(path, lesson_id, student, GraderError("the worker graded other bytes than the ones sent"))
+    return graded
+
+
 def results(address: str, todo: list[tuple[Path, str]], lesson_id: str, options: grading.Options,
-            per_student: dict[str, grading.Options] | None = None) -> Iterator[tuple[Path, finish.Graded]]:
-    """Submit every submission to the scheduler at `address` (with its student's own options, where a regrade
-    gives them); yield results as they finish."""
+            per_student: dict[str, grading.Options] | None = None,
+            tls: Path | None = None) -> Iterator[tuple[Path, finish.Graded]]:
+    """Submit every submission to the scheduler at `address` (`tls://` with the course's certificates in `tls`;
+    with its student's own options, where a regrade gives them); yield results as they finish."""
     per_student = per_student or {}
+    certs.check_address(address, tls)
     try:
         from distributed import Client, as_completed
     except ImportError:
         raise GraderError("--scheduler needs Dask: pip install '.[dask]'") from None
     try:
-        client = Client(address, timeout=20)
+        client = Client(address, timeout=20, security=certs.security(tls, "client"))  # type: ignore[arg-type]
     except (OSError, TimeoutError) as err:
-        raise GraderError(f"cannot reach the Dask scheduler at {address}: {err}") from None
+        raise GraderError(f"cannot reach the Dask scheduler at {address} with the course's certificates: "
+                          f"{str(err)[:200]}") from None
     with client:
         client.register_plugin(TemplatePlugin(lesson_id, options), name=PLUGIN)
-        futures = {client.submit(grade_bytes, path.name, path.read_bytes(), lesson_id,
-                                 per_student.get(student, options), student, pure=False): (path, student)
-                   for path, student in todo}
+        futures, sent = {}, {}
+        for path, student in todo:
+            try:
+                data, digest = _submission(path)
+            except OSError as err:
+                yield path, lost(path, lesson_id, student, err)
+                continue
+            future = client.submit(grade_bytes, path.name, data, lesson_id, per_student.get(student, options), student,
+                                   pure=False)
+            futures[future], sent[future] = (path, student), digest
         for future in as_completed(futures):
             path, student = futures.pop(future)
             try:
-                yield path, future.result()
+                yield path, _checked(path, lesson_id, student, sent.pop(future), future.result())
             except Exception as err:  # noqa: BLE001 - a lost worker (KilledWorker) or a task that failed there
                 yield path, lost(path, lesson_id, student, err)
             future.release()
-

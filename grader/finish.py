@@ -8,12 +8,14 @@ result's JSON form, and the signature binds the result to them.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import nbformat
 
-from grader import render, sign
+from grader import files, record, render, sign
 from grader.record import GradeResult
 
 
@@ -64,3 +66,27 @@ def safe_report(data: dict[str, Any], markdown: bool = False) -> str:
 def warm() -> None:
     """Compile the report templates now (a batch parent does this once, before forking)."""
     render.warm()
+
+
+def emit(result: GradeResult, json_path: str | None, html_path: Path | None, md_path: Path | None = None,
+         notebook_path: Path | None = None) -> dict[str, Any]:
+    """`grade`'s writer: what was asked for, then the result (`-`: standard output, alone), with the digests of the
+    files written beside it, and nothing else (a digest of a file nobody kept could never verify), signed where
+    the course key is at hand."""
+    graded = drawn(result)
+    if html_path:
+        files.write_text(html_path, graded.report_html)
+    if md_path:
+        files.write_text(md_path, graded.report_md)
+    if notebook_path and graded.notebook is not None:
+        files.write_text(notebook_path, graded.notebook)
+    written = dataclasses.replace(graded, report_html=graded.report_html if html_path else "",
+                                  report_md=graded.report_md if md_path else "",
+                                  notebook=graded.notebook if notebook_path else None)
+    data = written.sealed(sign.signing_key())
+    if json_path == "-":
+        sys.stdout.write(record.dumps(data))
+        sys.stdout.flush()
+    elif json_path:
+        record.write_json(data, json_path)
+    return data

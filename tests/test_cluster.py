@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from conftest import FAST, write
-from grader import batch, grading, handout, lessons, sandbox
+from grader import batch, certs, grading, handout, lessons, sandbox
 from grader.record import INTERNAL_ERROR
 
 distributed = pytest.importorskip("distributed")
@@ -52,13 +52,23 @@ def _kill_a_busy_worker(client, killed):
         time.sleep(0.05)
 
 
-def _batch_with_a_kill(folder, out, options):
+@pytest.fixture(scope="module")
+def course_certs(tmp_path_factory):
+    """The course CA and its certificates, made once by `grader cluster certs`."""
+    folder = tmp_path_factory.mktemp("certs") / "tls"
+    certs.make(folder)
+    return folder
+
+
+def _batch_with_a_kill(folder, out, options, tls):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+                                  host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler")
+                                  ) as cluster, distributed.Client(cluster, security=certs.security(tls)) as client:
         killed: list[int] = []
         killer = threading.Thread(target=_kill_a_busy_worker, args=(client, killed), daemon=True)
         killer.start()
-        summary = batch.run(folder, LESSON, out, options=options, scheduler=cluster.scheduler_address, progress=False)
+        summary = batch.run(folder, LESSON, out, options=options, scheduler=cluster.scheduler_address, progress=False,
+                            tls=tls)
         killer.join(timeout=60)
     assert killed, "no worker was busy to kill"
     return summary
@@ -70,9 +80,10 @@ def _recorded(out):
     return {student: (status, json.loads(text)) for student, status, text in rows}, len(rows)
 
 
-def test_a_worker_killed_mid_batch_loses_no_result_and_kernels_are_forked_warm(tmp_path):
+def test_a_worker_killed_mid_batch_loses_no_result_and_kernels_are_forked_warm(tmp_path, course_certs):
     folder = _class(tmp_path / "in")
-    summary = _batch_with_a_kill(folder, tmp_path / "out", grading.Options(limits=FAST, seed=5, zygote=True))
+    summary = _batch_with_a_kill(folder, tmp_path / "out", grading.Options(limits=FAST, seed=5, zygote=True),
+                                 course_certs)
     rows, count = _recorded(tmp_path / "out")
     assert count == len(STUDENTS) and sorted(rows) == STUDENTS  # each recorded exactly once
     assert all(status == "graded" and data["score"] == data["max_score"] for status, data in rows.values())
@@ -82,11 +93,11 @@ def test_a_worker_killed_mid_batch_loses_no_result_and_kernels_are_forked_warm(t
         assert {data["sandbox"]["mode"] for _, data in rows.values()} == {"bwrap+zygote"}
 
 
-def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(tmp_path):
+def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(tmp_path, course_certs):
     folder = _class(tmp_path / "in")
     options = grading.Options(limits=FAST, seed=5, zygote=True)
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # the first lost worker fails its task
-        summary = _batch_with_a_kill(folder, tmp_path / "out", options)
+        summary = _batch_with_a_kill(folder, tmp_path / "out", options, course_certs)
     rows, count = _recorded(tmp_path / "out")
     lost = [s for s, (_, data) in rows.items() if (data.get("error") or "").startswith(INTERNAL_ERROR)]
     assert count == len(STUDENTS) and lost and summary.counts["failures"] == len(lost)
@@ -113,3 +124,83 @@ def test_a_task_on_a_worker_without_a_template_still_grades(tmp_path):
     assert graded.report_html and graded.result.hash_seed == 7
     if sandbox.plan(FAST).mode == "bwrap":
         assert graded.result.sandbox["mode"] == "bwrap+zygote"  # the template started on first use
+
+
+def _dask(*args, tls, role, log):
+    """`dask scheduler` or `dask worker` as a course starts it, in a session of its own (ended by the test)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    files = certs.Files.of(tls, role)
+    return subprocess.Popen([str(Path(sys.executable).with_name("dask")), *args, "--no-dashboard", "--tls-ca-file",
+                             str(files.ca), "--tls-cert", str(files.cert), "--tls-key", str(files.key)],
+                            start_new_session=True, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+
+def _end(processes):
+    import subprocess
+
+    for process in processes:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=20)
+
+
+def test_a_tls_cluster_of_the_course_grades_a_class_and_refuses_strangers(tmp_path, course_certs):
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    samples = Path(__file__).parent.parent / "samples" / "inference-scaling"
+    stranger = tmp_path / "stranger"
+    certs.make(stranger)  # a CA of its own: certificates the course never signed
+    log = open(tmp_path / "dask.log", "w")
+    address_file = tmp_path / "scheduler.json"
+    processes = [_dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--scheduler-file",
+                       str(address_file), tls=course_certs, role="scheduler", log=log)]
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        assert address.startswith("tls://127.0.0.1:")
+        processes.append(_dask("worker", address, "--nworkers", "2", "--nthreads", "1", tls=course_certs,
+                               role="worker", log=log))
+        processes.append(_dask("worker", address, "--nworkers", "1", "--nthreads", "1", tls=stranger,
+                               role="worker", log=log))
+        with distributed.Client(address, security=certs.security(course_certs), timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+            time.sleep(2)  # time enough for the stranger's worker to try
+            assert len(client.scheduler_info()["workers"]) == 2  # the stranger never joined
+        out = tmp_path / "out"
+        done = CliRunner().invoke(cli.main, ["batch", str(samples), "--lesson", "inference-scaling", "--out", str(out),
+                                             "--scheduler", address, "--tls", str(course_certs)])
+        assert done.exit_code == 0, done.output
+        results = {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
+        assert results["ada"]["score"] == 3.0 and results["fay"]["status"] == "rejected"
+        assert sum(r["status"] == "graded" for r in results.values()) == 5
+        for tls, said in ((stranger, "with the course's certificates"), (None, "needs --tls DIR")):
+            refused = CliRunner().invoke(cli.main, ["batch", str(samples), "--lesson", "inference-scaling", "--out",
+                                                    str(tmp_path / "refused"), "--scheduler", address,
+                                                    *(["--tls", str(tls)] if tls else [])])
+            assert refused.exit_code == 2 and said in refused.stderr
+        with pytest.raises(Exception):  # a client with no certificate at all
+            distributed.Client(address, timeout=5)
+        plain = CliRunner().invoke(cli.main, ["batch", str(samples), "--lesson", "inference-scaling", "--out",
+                                              str(tmp_path / "plain"), "--scheduler", address.replace("tls", "tcp"),
+                                              "--tls", str(course_certs)])
+        assert plain.exit_code == 2 and "only the course may use it" in plain.stderr
+        assert not (tmp_path / "plain").exists()
+    finally:
+        _end(processes)
+        log.close()
