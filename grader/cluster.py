@@ -62,8 +62,15 @@ class TemplatePlugin(WorkerPlugin):  # type: ignore[misc,valid-type]
             pass
 
     def teardown(self, worker: Any = None) -> None:
+        """End the template when the worker closes. When the next batch registers the plugin again (the worker
+        still running), keep it: that batch's `setup` reuses a template whose lesson and settings still fit
+        (zygote.start_shared restarts one that does not), so a standing cluster starts grading at once."""
+        from distributed.core import Status
+
         from grader import zygote
 
+        if worker is not None and getattr(worker, "status", None) == Status.running:
+            return
         zygote.stop_shared()
 
 
