@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import (compile_cache, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
-                    probe, run, sandbox, seeds, staff_code, warm_start, wire, zygote)
+                    probe, releases, run, sandbox, seeds, staff_code, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
@@ -167,6 +167,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
     lesson = lessons.get(_lesson_id(lesson_id, submission))
+    restored, release = releases.restore(lesson, submission.notebook)
+    submission = dataclasses.replace(submission, notebook=restored)
     seed, seed_from = _seed(lesson, submission.student, options)
     hash_seed = hash_seed_for(options, seed)
     plans = _plans(lesson, seed, options.public_only)
@@ -175,7 +177,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     judging = time.monotonic()
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
-    notes, verdicts = _noted(lesson, submission, _verdicts(lesson, plans, probes, executed, submission, options))
+    notes, verdicts = _noted(lesson, submission, release, _verdicts(lesson, plans, probes, executed, submission, options))
     measured, simulated = _evidence(lesson, plans, probes)
     values = _values(lesson, ran.evidence_plan, probe.collect(
         ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}), nonce, options.limits.probe_payload_bytes))
@@ -205,6 +207,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                      "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"),
         stored_outputs=len(submission.as_submitted),
         as_submitted=tuple(_differing(submission.as_submitted, executed.notebook)),
+        release=release,
         explanations=tuple(dict(e, untouched=e["text"].strip() in handout.prompt_texts(lesson.id))
                            for e in submission.explanations),
         notebook=executed.notebook,
@@ -260,15 +263,12 @@ def _verdicts(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: d
     return verdicts
 
 
-def _noted(lesson: lessons.Lesson, submission: load.Submission,
+def _noted(lesson: lessons.Lesson, submission: load.Submission, release: releases.Release,
            verdicts: list[judge.ExerciseResult]) -> tuple[list[str], list[judge.ExerciseResult]]:
     """The result's notes: a notebook of another release or of another lesson says so (in the missing verdicts too)."""
     notes = list(submission.notes)
-    released = lessons.released_version(submission.notebook)
-    if released is not None and released != lesson.version:
-        notes.insert(0, f"this notebook was released as version {released} of lesson '{lesson.id}'; it is graded as "
-                        f"version {lesson.version}, whose given cells differ: copy them from a fresh "
-                        f"`grader release {lesson.id}` notebook if an answer depends on them")
+    if release.note(lesson.id):
+        notes.insert(0, release.note(lesson.id))
     other = handout.other_lesson(lesson, submission.notebook)
     if other and any(v.status == "missing" for v in verdicts):
         hint = (f"this notebook defines {other[1]} of the {other[2]} names of lesson '{other[0]}': is it that "

@@ -128,6 +128,13 @@ def warm_prefix(lesson_id: str, notebook: Any) -> frozenset[int]:
     return frozenset(i for i, _ in lead)
 
 
+@functools.lru_cache(maxsize=None)
+def given_by_id(lesson_id: str) -> dict[str, str]:
+    """The scaffold's given code cells, by cell id."""
+    return {cell.get("id", ""): cell.source for cell in scaffold(lessons.get(lesson_id)).cells
+            if cell.cell_type == "code" and "given" in cell.metadata.get("tags", [])}
+
+
 def given_cells_in_order(lesson_id: str) -> list[str]:
     """The scaffold's given code cells, in notebook order."""
     return tagged(scaffold(lessons.get(lesson_id)).cells, "given")

@@ -57,8 +57,12 @@ FIGURE = _table({
 })
 FIGURE["dependencies"] = {"timings": ["timing_fields"]}
 
+EARLIER_GIVEN = _table({"release": {"type": "integer", "minimum": 1}, "cell": _TEXT,
+                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}, required=("release", "cell", "sha256"))
+
 LESSON = Shape(_table({
     "id": _TEXT, "title": _TEXT, "version": {"type": "integer", "minimum": 1},
+    "earlier_given": {"type": "array", "items": EARLIER_GIVEN},
     "warm_imports": _TEXTS, "compile_warmup": _TEXT, "warm_cells": _TEXTS,
     "report": {"type": "object", "additionalProperties": _TEXT},
     "evidence": {"type": "object", "additionalProperties": {"enum": ["measured", "simulated"]}},

@@ -177,6 +177,9 @@ class Lesson:
     notebook starts with them unchanged (`warm_cells`; see warm_sources)."""
     version: int = 1
     """The lesson's release: raised whenever its given cells change what a notebook computes (`version`)."""
+    earlier_given: tuple[tuple[str, int, str], ...] = ()
+    """Given cells of earlier releases, as (SHA-256 of the stripped source, release, the id of the current cell it
+    became) (`[[earlier_given]]`): a notebook holding one is graded with the current cell in its place."""
 
     @property
     def max_score(self) -> float:
@@ -238,7 +241,16 @@ def get(lesson_id: str) -> Lesson:
     return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises,
                   evidence=evidence, figure=dict(spec.get("figure", {})),
                   report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm,
-                  compile_warmup=warmup, warm_cells=tuple(cells), version=_version(spec, spec_path))
+                  compile_warmup=warmup, warm_cells=tuple(cells), version=_version(spec, spec_path),
+                  earlier_given=_earlier_given(spec, spec_path))
+
+
+def _earlier_given(spec: dict[str, Any], spec_path: Path) -> tuple[tuple[str, int, str], ...]:
+    earlier = tuple((item["sha256"], item["release"], item["cell"]) for item in spec.get("earlier_given", []))
+    version = spec.get("version", 1)
+    if any(release >= version for _, release, _ in earlier if isinstance(version, int)):
+        raise LessonError(f"{spec_path}: every earlier_given release must be below the lesson's version ({version})")
+    return earlier
 
 
 def _version(spec: dict[str, Any], spec_path: Path) -> int:

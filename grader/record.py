@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from . import escape, files, mistakes
 from .errors import GradebookError
 from .judge import ExerciseResult
+from .releases import Release
 
 SCHEMA = 1
 INTERNAL_ERROR = "internal grader error"
@@ -81,6 +82,8 @@ class GradeResult:
     """Stored outputs that differ from the fresh run's (the student's claim, never trusted)."""
     explanations: tuple[dict[str, Any], ...] = ()
     """The student's written answers."""
+    release: Release | None = None
+    """Which release of the lesson the notebook came from and which one graded it (releases.py)."""
     submitted_as: dict[str, Any] | None = None
     """How a batch received it (layout, files, name, late, roster match); None outside a batch."""
     notebook: Any = field(default=None, compare=False, repr=False)
@@ -98,7 +101,8 @@ class GradeResult:
             data.update(mode=self.mode, seed=self.seed, seed_from=self.seed_from, hash_seed=self.hash_seed, digest=self.digest,
                         submission=self.submission, graded_at=self.graded_at, notes=list(self.notes), run=self.run,
                         cells=list(self.cells), stored_outputs=self.stored_outputs,
-                        as_submitted=list(self.as_submitted), explanations=list(self.explanations))
+                        as_submitted=list(self.as_submitted), explanations=list(self.explanations),
+                        release=self.release.to_dict() if self.release else None)
         else:
             data.update(submission=self.submission, graded_at=self.graded_at)
             if self.digest is not None:
@@ -116,6 +120,8 @@ def read_result(data: dict[str, Any]) -> GradeResult:
     known = {f.name for f in fields(GradeResult)} - {"notebook", "exercises"}
     values = {k: data[k] for k in known if k in data}
     values.update({k: tuple(values[k]) for k in _TUPLES if k in values})
+    if "release" in values:
+        values["release"] = Release.from_dict(values["release"])
     return GradeResult(exercises=tuple(ExerciseResult.from_dict(e) for e in data.get("exercises") or ()), **values)
 
 

@@ -179,8 +179,37 @@ def test_reference_scores_full_marks_and_the_report_compares(graded):
     assert "<svg" in html
 
 
-BUGS = {"wait-from-free": "batcher-sim", "policy-lowest-p99": "policy-choice",
+BUGS = {"wait-from-free": "batcher-sim", "policy-lowest-p99": "policy-choice", "policy-ties-by-max-batch": "policy-choice",
         "measured-from-sent": "live-replay", "fit-per-record": "service-fit"}
+
+
+def _choose(ref, order):
+    """choose_policy with another tie rule: `order` makes the key from (busy, p99, max_batch, max_wait)."""
+    def choose(arrival_ms, setup_ms, per_item_ms, p99_slo_ms, max_batches, max_waits_ms):
+        arrivals, best = np.asarray(arrival_ms, dtype=float), None
+        for max_batch in max_batches:
+            for max_wait in max_waits_ms:
+                starts, finishes, _ = ref["simulate_batching"](arrivals, max_batch, max_wait, setup_ms, per_item_ms)
+                p99 = float(np.percentile(finishes - arrivals, 99))
+                busy = len(set(starts.tolist())) * setup_ms + arrivals.size * per_item_ms
+                if p99 <= p99_slo_ms and (best is None or order(busy, p99, max_batch, max_wait) < best[0]):
+                    best = (order(busy, p99, max_batch, max_wait), (max_batch, max_wait))
+        return None if best is None else best[1]
+    return choose
+
+
+@pytest.mark.parametrize("rule, order", [
+    ("max_batch before p99", lambda busy, p99, batch, wait: (busy, batch, p99, wait)),
+    ("max_wait before max_batch", lambda busy, p99, batch, wait: (busy, p99, wait, batch)),
+    ("larger max_wait first", lambda busy, p99, batch, wait: (busy, p99, batch, -wait)),
+    ("the first one found", lambda busy, p99, batch, wait: (busy,)),
+])
+def test_every_draw_of_hidden_policy_cases_catches_each_wrong_tie_rule(ref, rule, order):
+    wrong = _choose(ref, order)
+    for seed in range(40):  # whatever seed a student's grade draws
+        cases = [c for c in staff_code.hidden_cases(LESSON, seed)["policy-choice"] if c.name == "choose_policy"]
+        args = [[a["__array__"] if isinstance(a, dict) else a for a in c.args] for c in cases]
+        assert any(wrong(*a) != ref["choose_policy"](*a) for a in args), (rule, seed)
 
 
 @pytest.mark.kernel

@@ -30,6 +30,37 @@ def _trace(rng: np.random.Generator, count: int) -> list[float]:
     return (np.cumsum(gaps) - gaps[0] + _quarters(rng, 0, 5)).tolist()
 
 
+# Grids whose feasible policies tie in busy time, so that each tie rule in turn decides (random traces almost
+# never tie). Each is drawn again per grade: shifted in time, every time scaled by a whole factor (which keeps
+# every comparison), and its grid given in a random order (so that "the first one found" is no tie rule).
+_P99_DECIDES = ([6.5, 20.75, 25.25, 25.5, 26.25, 29.5, 31.5], 0.5, 0.25, [2, 4, 8], [0.0, 1.0, 2.5, 5.0])
+"""Busy time ties between (2, 5.0), (4, 2.5), (4, 5.0), (8, 2.5) and (8, 5.0); lower p99 picks (4, 2.5), where
+"smaller max_batch" would pick (2, 5.0) (found by searching small traces with the reference)."""
+_BATCH_DECIDES = ([0.75, 6.25, 7.0, 7.25, 7.5, 10.25, 11.5, 12.75, 14.5], 2.0, 1.0, [2, 4, 8], [0.0, 1.0, 2.5, 5.0])
+"""Busy time and p99 tie between (4, 5.0) and (8, 2.5) alone: smaller max_batch picks (4, 5.0), where "smaller
+wait" would pick (8, 2.5) (found the same way)."""
+
+
+def _tie_grids(rng: np.random.Generator) -> list[dict[str, Any]]:
+    def drawn(arrivals: list[float], setup: float, per_item: float, batches: list[int], waits: list[float]) -> dict:
+        scale, shift = int(rng.integers(1, 5)), _quarters(rng, 0, 50)
+        return {"call": "choose_policy", "args": [
+            {"array": [shift + scale * t for t in arrivals]}, scale * setup, scale * per_item, 1e6,
+            [int(b) for b in rng.permutation(batches)], [scale * float(w) for w in rng.permutation(waits)]]}
+
+    gap = float(_quarters(rng, 30, 60))
+    bursts = [k * gap + offset for k in range(int(rng.integers(3, 7))) for offset in (0.0, 0.0, 0.0, 0.0)]
+    return [
+        drawn(*_P99_DECIDES),
+        drawn(*_BATCH_DECIDES),
+        # bursts of exactly four: (4, 0) and (8, 0) form the same batches, same busy time and p99; smaller
+        # max_batch decides
+        drawn(bursts, 1.0, 0.5, [4, 8], [0.0]),
+        # max_batch 1: a batch is full at its first request, so no wait changes anything; smaller wait decides
+        drawn(_trace(rng, int(rng.integers(8, 20))), 1.0, 0.5, [1], [0.0, 1.0, 2.5, 5.0]),
+    ]
+
+
 def _sim(arrivals: Any, max_batch: Any, max_wait: float, setup: float, per_item: float, **extra: Any) -> dict[str, Any]:
     return dict({"call": "simulate_batching", "args": [{"array": arrivals}, max_batch, max_wait, setup, per_item]}, **extra)
 
@@ -84,6 +115,7 @@ def cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
                                                            _quarters(rng, 0.25, 1), slo, [1, 2, 4, 8],
                                                            [0.0, 1.0, 2.5, 5.0]]})
     policies.append({"call": "choose_policy", "args": [{"array": _trace(rng, 40)}, 2.0, 0.5, 1.0, [1, 4], [0.0, 2.0]]})  # none
+    policies += _tie_grids(rng)
     policies.append({"call": "latency_summary", "args": [{"array": rng.uniform(0, 50, int(rng.integers(5, 40))).tolist()}]})
     drawn["policy-choice"] = policies
 
