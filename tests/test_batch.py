@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import patched_solution, write
-from grader import batch, cli, grading, handout, lessons, sandbox
+from grader import batch, certs, cli, grading, handout, lessons, sandbox
 from conftest import FAST
 
 pytestmark = pytest.mark.kernel
@@ -151,9 +151,12 @@ def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
     (folder / "eli.ipynb").write_text("not json")
     options = grading.Options(limits=FAST, seed=77)
     local = batch.run(folder, LESSON, tmp_path / "local", jobs=1, options=options, progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    tls = tmp_path / "tls"
+    certs.make(tls)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler")) as cluster:
         remote = batch.run(folder, LESSON, tmp_path / "dask", options=options, scheduler=cluster.scheduler_address,
-                           progress=False)
+                           progress=False, tls=tls)
     assert local.counts == remote.counts
     for student in ("ada", "ben", "eli"):
         a = json.loads((tmp_path / "local" / "results" / f"{student}.json").read_text())
