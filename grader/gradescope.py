@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grader import files, layouts, lessons, platforms, record
+from grader import files, layouts, lessons, platforms, record, seeds
 from grader.errors import GraderError
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -25,6 +25,10 @@ set -u
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 PY="${{GRADER_PYTHON:-$ROOT/venv/bin/python}}"
 mkdir -p "$ROOT/results"
+# the course secret hidden cases are drawn from (root only, beside the solutions), so a resubmission, a batch and
+# a local grade of the same student's file meet the same hidden cases
+SECRET="$ROOT/source/course/solutions/{secret}"
+[ -f "$SECRET" ] && export GRADER_SECRET="$SECRET"
 exec "$PY" -m grader --course "$ROOT/source/course" gradescope-run --root "$ROOT" --lesson {lesson}
 """
 
@@ -59,7 +63,11 @@ def bundle(lesson_id: str, target: Path) -> Path:
     package = Path(__file__).resolve().parent
     checkout = package.parent
     entries: dict[str, bytes | Path] = {
-        "setup.sh": SETUP_SH.encode(), "run_autograder": RUN_AUTOGRADER.format(lesson=lesson.id).encode()}
+        "setup.sh": SETUP_SH.encode(),
+        "run_autograder": RUN_AUTOGRADER.format(lesson=lesson.id, secret=seeds.SECRET_NAME).encode()}
+    secret = seeds.course_secret()
+    if secret is not None:
+        entries[f"course/solutions/{seeds.SECRET_NAME}"] = secret + b"\n"
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed"):
             entries[f"grader-src/grader/{path.relative_to(package)}"] = path

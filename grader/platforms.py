@@ -109,7 +109,9 @@ def gradescope_results(data: dict[str, Any], seconds: float = 0.0) -> dict[str, 
             "output": "Public checks (everything else is graded and shown after the due date):\n" + "\n".join(public)
                       + isolation_text(data.get("sandbox") or {}),
             "output_format": "text", "test_output_format": "text",
-            "visibility": "after_due_date", "stdout_visibility": "hidden", "tests": tests}
+            "visibility": "after_due_date", "stdout_visibility": "hidden", "tests": tests,
+            "extra_data": {"student": data.get("student"), "seed": data.get("seed"), "seed_from": data.get("seed_from"),
+                           "release": data.get("release")}}
 
 
 def isolation_text(box: dict[str, Any]) -> str:
