@@ -15,9 +15,16 @@ LESSON = "dynamic-batching"
 V1 = Path(__file__).parent / "submissions" / "releases" / "dynamic-batching-v1-given.py"
 
 
+WARM_LINE = "        self.worker.submit(warm_shapes).result()"
+"""The line release 2 added to the given server cell (release 1's server did not warm its worker thread)."""
+
+
 def _release_1(notebook, metadata: bool):
     """The notebook as release 1 handed it out: its given cells as they were then, with or without metadata."""
     old = {cell.get("id"): cell.source for cell in load.notebook_from_script(V1.read_text()).cells}
+    server = handout.given_by_id(LESSON)["given-server"].splitlines()
+    old["given-server"] = "\n".join(line for line in server if not line.startswith(WARM_LINE))
+    assert len(old["given-server"].splitlines()) == len(server) - 1
     notebook = copy.deepcopy(notebook)
     for cell in notebook.cells:
         if cell.get("id") in old:
