@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader import (certs, files, finish, grading, host, layouts, lessons, record, render, render_similarity,
-                    render_text, seeds, sign, similarity)
+                    render_text, seeds, sign, similarity, variants)
 from grader import regrade as regrades
 from grader import roster as class_list
 from grader.errors import GraderError
@@ -107,7 +107,9 @@ def _entry_digest(entry: layouts.Entry) -> str:
     reason nothing of theirs was read)."""
     if entry.refused:
         return hashlib.sha256(entry.refused.encode("utf-8", "backslashreplace")).hexdigest()
-    return digest(entry.paths[0]) if len(entry.paths) == 1 else _joint_digest(list(entry.paths))
+    if len(entry.paths) == 1:
+        return digest(entry.paths[0])
+    return hashlib.sha256("".join(digest(p) for p in sorted(entry.paths)).encode()).hexdigest()  # several files
 
 
 @dataclass
@@ -125,7 +127,7 @@ class _Plan:
     regrading: str | None = None
     """The regrade under way (record.Gradebook.start_regrade), or None."""
     per_student: dict[str, grading.Options] = field(default_factory=dict)
-    """A regrade's options for each student (their recorded seeds)."""
+    """Each student's options: their own seed (a regrade's recorded one) and numbers (variants.own_options)."""
     untrusted: list[str] = field(default_factory=list)
     """Students a regrade grades with freshly derived seeds: their recorded ones could not be trusted."""
     tls: Path | None = None
@@ -152,7 +154,9 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
     hash_seed = options.hash_seed if options.hash_seed is not None else regrades.batch_hash_seed(recorded)
     hash_seed = hash_seed if hash_seed is not None else seeds.batch_hash_seed(lesson.id, seeds.course_secret())
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
-    per_student = {e.student: regrades.options_for(options, recorded.get(e.student)) for e in todo} if regrading else {}
+    secret = seeds.course_secret()
+    per_student = {e.student: variants.own_options(lesson, regrades.options_for(options, recorded.get(e.student)),
+                                                   e.student, secret) for e in todo}
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
     return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student,
@@ -320,11 +324,6 @@ def _store_safely(out: Path, plan: _Plan, entry: layouts.Entry, graded: finish.G
         safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
                        digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
         return _store(out, book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
-
-
-def _joint_digest(paths: list[Path]) -> str:
-    """One digest for several files that claim the same student id."""
-    return hashlib.sha256("".join(digest(p) for p in sorted(paths)).encode()).hexdigest()
 
 
 def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, finish.Graded]]:

@@ -187,11 +187,24 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
 @main.command("release")
 @click.argument("lesson_id")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-def release_cmd(lesson_id: str, out_dir: Path) -> None:
-    """Write the student notebook of a lesson (no reference code in it)."""
-    from grader import handout
+@click.option("--variants", "per_student", is_flag=True,
+              help="Numbers of their own for each student (needs --roster or --student); the lesson is then graded "
+                   "per student.")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="--variants: one notebook per student of this class list, named by their id.")
+@click.option("--student", "students", multiple=True, help="--variants: this student's notebook (repeatable).")
+def release_cmd(lesson_id: str, out_dir: Path, per_student: bool, roster: Path | None, students: tuple[str, ...]) -> None:
+    """Write the student notebook of a lesson (no reference code in it); with --variants, one per student."""
+    from grader import handout, variants
 
-    _echo(str(handout.release(lesson_id, out_dir)))
+    if not per_student:
+        if roster or students:
+            raise GraderError("--roster and --student go with --variants (a notebook per student)")
+        _echo(str(handout.release(lesson_id, out_dir)))
+        return
+    written = variants.release(lesson_id, out_dir, roster, students)
+    _echo(f"{len(written)} notebooks in {out_dir}, each with its student's own numbers; {lesson_id} is now graded "
+          f"per student (recorded in {variants.record_path()})")
 
 
 @main.command("validate")

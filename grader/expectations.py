@@ -91,13 +91,14 @@ def expectation(case: Case, reference: dict[str, Any] | None) -> Expectation:
     if reference is None:
         return Unavailable()
     try:
-        value = _reference_answer(case, reference)
+        value = reference_answer(case, reference)
     except Exception as exc:  # a reference that raises is a lesson bug: say so loudly
         raise RuntimeError(f"reference failed on {case.label()}: {type(exc).__name__}: {exc}") from exc
     return Value(as_answered(value))
 
 
-def _reference_answer(case: Case, reference: dict[str, Any]) -> Any:
+def reference_answer(case: Case, reference: dict[str, Any]) -> Any:
+    """The reference's answer to a case: its value, or its call on the case's arguments."""
     target = reference[case.reference or case.name]
     if case.mode == "value" and not case.reference:
         return target

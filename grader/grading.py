@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import (compile_cache, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
-                    probe, releases, run, sandbox, seeds, staff_code, warm_start, wire, zygote)
+                    probe, releases, run, sandbox, seeds, staff_code, variants, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, Options
 from grader.record import INTERNAL_ERROR, GradeResult
@@ -91,7 +91,7 @@ def _seed(lesson: lessons.Lesson, student: str, options: Options) -> tuple[int, 
     """(the hidden-case seed, where it came from): given, else derived from the course secret, the lesson and the
     student (seeds.py), so the same file graded anywhere, any number of times, meets the same hidden cases."""
     if options.seed is not None:
-        return options.seed, "given"
+        return options.seed, options.seed_from
     if options.public_only:
         return 0, ""
     secret = seeds.course_secret()
@@ -168,6 +168,10 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     submission = load.read(path, student)
     lesson = lessons.get(_lesson_id(lesson_id, submission))
     restored, release = releases.restore(lesson, submission.notebook)
+    numbers = dict(options.variant) if options.variant is not None else variants.graded_numbers(lesson, submission.student)
+    held: dict[str, float] = {}
+    if numbers is not None:
+        restored, held = variants.applied(lesson, restored, numbers)
     submission = dataclasses.replace(submission, notebook=restored)
     seed, seed_from = _seed(lesson, submission.student, options)
     hash_seed = hash_seed_for(options, seed)
@@ -177,7 +181,13 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     judging = time.monotonic()
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
-    notes, verdicts = _noted(lesson, submission, release, _verdicts(lesson, plans, probes, executed, submission, options))
+    verdicts = _verdicts(lesson, plans, probes, executed, submission, options, numbers)
+    notes, verdicts = _noted(lesson, submission, release, verdicts)
+    if numbers is not None and held and held != numbers:
+        owner = (submission.notebook.metadata.get("grader") or {}).get("student")
+        notes.insert(0, f"this notebook holds the numbers of another handout ({variants.shown(held)}"
+                        + (f", handed out to {owner}" if isinstance(owner, str) and owner != submission.student else "")
+                        + f"); it was graded on {submission.student}'s own numbers ({variants.shown(numbers)})")
     measured, simulated = _evidence(lesson, plans, probes)
     values = _values(lesson, ran.evidence_plan, probe.collect(
         ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}), nonce, options.limits.probe_payload_bytes))
@@ -207,7 +217,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                      "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"),
         stored_outputs=len(submission.as_submitted),
         as_submitted=tuple(_differing(submission.as_submitted, executed.notebook)),
-        release=release,
+        release=release, numbers=tuple(sorted(numbers.items())) if numbers else (),
         explanations=tuple(dict(e, untouched=e["text"].strip() in handout.prompt_texts(lesson.id))
                            for e in submission.explanations),
         notebook=executed.notebook,
@@ -245,17 +255,21 @@ def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.
 
 
 def _verdicts(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe],
-              executed: run.Executed, submission: load.Submission, options: Options) -> list[judge.ExerciseResult]:
-    """Each exercise judged here, outside the kernel, against the lesson's figures and the reference's answers."""
+              executed: run.Executed, submission: load.Submission, options: Options,
+              numbers: dict[str, float] | None = None) -> list[judge.ExerciseResult]:
+    """Each exercise judged here, outside the kernel, against the lesson's figures and the reference's answers
+    (for the student's own numbers, where the course grades the lesson per student)."""
     reference = None if options.public_only else staff_code.reference(lesson.id)
     checks = staff_code.properties(lesson.id)
     public = _public_expectations(lesson.id) if reference is not None else {}
     verdicts = []
     for ex, plan in zip(lesson.exercises, plans):
         found = probes[ex.id]
-        cases = list(plan.cases)
-        expects = [public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
-                        else expectations.expectation(case, reference) for i, case in enumerate(cases)]
+        cases, own = variants.own_figures(lesson, ex.id, list(plan.cases), numbers, submission.notebook,
+                                          reference is not None)
+        expects = [expectations.expectation(case, own) if own is not None and case.varies and not case.hidden
+                   else public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
+                   else expectations.expectation(case, reference) for i, case in enumerate(cases)]
         if found.status == "ok":
             pairs = [expectations.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expects)]
             cases, expects = [c for c, _ in pairs], [e for _, e in pairs]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,36 @@ from grader import files, load
 from grader.errors import LessonError
 from grader import lessons
 
-def scaffold(lesson: lessons.Lesson) -> Any:
-    """The student notebook built from `scaffold.py` (given cells + answer stubs)."""
+PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
+"""`{{NAME}}` in a Markdown cell: one of the lesson's variant numbers, filled in for the student's handout."""
+
+
+def scaffold(lesson: lessons.Lesson, numbers: dict[str, float] | None = None) -> Any:
+    """The student notebook built from `scaffold.py` (given cells + answer stubs), with the lesson's variant
+    numbers filled in: `numbers` where given (a student's own), else the seed's (each variant's first choice)."""
     path = lesson.folder / "scaffold.py"
     notebook = load.notebook_from_script(path.read_text(encoding="utf-8"))
     notebook.metadata["kernelspec"] = dict(load.KERNEL)
     notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1, "version": lesson.version}
+    values = {name: choices[0] for name, choices in lesson.variants} | dict(numbers or {})
+    for cell in notebook.cells if values else ():
+        if cell.cell_type == "markdown":
+            cell.source = PLACEHOLDER.sub(lambda m: f"{values[m[1]]:g}" if m[1] in values else m[0], cell.source)
+        elif cell.get("id") == lesson.variant_cell:
+            cell.source = variant_source(cell.source, values)
     return notebook
+
+
+def variant_source(source: str, values: dict[str, float]) -> str:
+    """A variant cell's source with each `NAME = ...` line of `values` set to its value (comments kept)."""
+    def line(text: str) -> str:
+        match = re.match(r"^([A-Z][A-Z0-9_]*)\s*=\s*[^#]*?(\s*#.*)?$", text)
+        if not match or match[1] not in values:
+            return text
+        value = values[match[1]]
+        shown = repr(int(value)) if float(value).is_integer() and "." not in repr(value) else repr(float(value))
+        return f"{match[1]} = {shown}{match[2] or ''}"
+    return "\n".join(line(text) for text in source.splitlines())
 
 
 def top_level_names(notebook: Any) -> set[str]:

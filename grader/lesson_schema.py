@@ -26,7 +26,7 @@ CASE = _table({
     "expect": _VALUE, "expect_none": {"type": "boolean"}, "raises": _TEXT,
     "decimals": {"anyOf": [{"type": "integer"}, {"type": "object", "additionalProperties": {"type": "integer"}}]},
     "rtol": _NUMBER, "atol": _NUMBER, "accepts": {"type": "boolean"}, "property": _TEXT,
-    "columns": _TEXTS, "note": _TEXT, "reference": _TEXT, "recompute": _TEXT,
+    "columns": _TEXTS, "note": _TEXT, "reference": _TEXT, "recompute": _TEXT, "varies": {"type": "boolean"},
 })
 CASE["oneOf"] = [{"required": ["call"]}, {"required": ["value"]}]
 
@@ -60,9 +60,12 @@ FIGURE["dependencies"] = {"timings": ["timing_fields"]}
 EARLIER_GIVEN = _table({"release": {"type": "integer", "minimum": 1}, "cell": _TEXT,
                         "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}, required=("release", "cell", "sha256"))
 
+VARIANTS = {"type": "object", "properties": {"cell": _TEXT}, "required": ["cell"],
+            "additionalProperties": {"type": "array", "items": _NUMBER, "minItems": 1}}
+
 LESSON = Shape(_table({
     "id": _TEXT, "title": _TEXT, "version": {"type": "integer", "minimum": 1},
-    "earlier_given": {"type": "array", "items": EARLIER_GIVEN},
+    "earlier_given": {"type": "array", "items": EARLIER_GIVEN}, "variants": VARIANTS,
     "warm_imports": _TEXTS, "compile_warmup": _TEXT, "warm_cells": _TEXTS,
     "report": {"type": "object", "additionalProperties": _TEXT},
     "evidence": {"type": "object", "additionalProperties": {"enum": ["measured", "simulated"]}},

@@ -103,6 +103,8 @@ class Case:
     """The reference function whose answer on `args` is expected (default: the reference's own `name`)."""
     shown: str = ""
     """The label as first written, kept when kernel arguments are replaced by their values."""
+    varies: bool = False
+    """Its stated figure is the seed's; under a student's own numbers (variants) the reference computes it."""
     recompute: str = ""
     """A consistency check against the student's own functions: an expression of the lesson's (never of student
     data) evaluated in the kernel after the student's cells; the value read must equal what it gives."""
@@ -177,6 +179,10 @@ class Lesson:
     notebook starts with them unchanged (`warm_cells`; see warm_sources)."""
     version: int = 1
     """The lesson's release: raised whenever its given cells change what a notebook computes (`version`)."""
+    variants: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    """Numbers a course may draw per student (`[variants]`), each with its choices; the first is the seed's."""
+    variant_cell: str = ""
+    """The given cell that defines those numbers (`[variants] cell`)."""
     earlier_given: tuple[tuple[str, int, str], ...] = ()
     """Given cells of earlier releases, as (SHA-256 of the stripped source, release, the id of the current cell it
     became) (`[[earlier_given]]`): a notebook holding one is graded with the current cell in its place."""
@@ -242,7 +248,9 @@ def get(lesson_id: str) -> Lesson:
                   evidence=evidence, figure=dict(spec.get("figure", {})),
                   report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm,
                   compile_warmup=warmup, warm_cells=tuple(cells), version=_version(spec, spec_path),
-                  earlier_given=_earlier_given(spec, spec_path))
+                  earlier_given=_earlier_given(spec, spec_path),
+                  variants=tuple((str(k), tuple(v)) for k, v in spec.get("variants", {}).items() if k != "cell"),
+                  variant_cell=str(spec.get("variants", {}).get("cell", "")))
 
 
 def _earlier_given(spec: dict[str, Any], spec_path: Path) -> tuple[tuple[str, int, str], ...]:
@@ -304,7 +312,7 @@ def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
         rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)),
         accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
         columns=tuple(spec.get("columns", ())), note=str(spec.get("note", "")),
-        reference=spec.get("reference"), recompute=str(spec.get("recompute", "")),
+        reference=spec.get("reference"), recompute=str(spec.get("recompute", "")), varies=bool(spec.get("varies")),
     )
 
 

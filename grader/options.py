@@ -23,7 +23,9 @@ class Options:
     limits: Limits = Limits()
     """Time, memory and output bounds."""
     seed: int | None = None
-    """Seed for hidden cases; None draws a fresh one (recorded in the result)."""
+    """Seed for hidden cases; None derives the student's own (seeds.py; recorded in the result)."""
+    seed_from: str = "given"
+    """Where a given `seed` came from, as the result records it (a batch derives each student's in its parent)."""
     public_only: bool = False
     """Only the public checks (`grader check`): no hidden cases, no reference needed."""
     sandbox: str = "auto"
@@ -38,5 +40,8 @@ class Options:
     """The kernel's PYTHONHASHSEED; None derives it from `seed` (a batch draws one for all its kernels)."""
     device: str = "cpu"
     """JAX backend for the kernel: `cpu`, `gpu`, `tpu` or `auto` (what JAX finds)."""
+    variant: tuple[tuple[str, float], ...] | None = None
+    """The student's own numbers, decided by a batch's parent (so cluster workers need no course secret); None
+    derives them where the course turned variants on for the lesson (variants.py), else the seed's."""
     device_fallback: bool = False
     """Grade on the CPU when the requested device is absent (else refuse, saying so)."""

@@ -82,6 +82,8 @@ class GradeResult:
     """Stored outputs that differ from the fresh run's (the student's claim, never trusted)."""
     explanations: tuple[dict[str, Any], ...] = ()
     """The student's written answers."""
+    numbers: tuple[tuple[str, float], ...] = ()
+    """The student's own numbers where the course grades the lesson per student (variants.py), else ()."""
     release: Release | None = None
     """Which release of the lesson the notebook came from and which one graded it (releases.py)."""
     submitted_as: dict[str, Any] | None = None
@@ -102,7 +104,8 @@ class GradeResult:
                         submission=self.submission, graded_at=self.graded_at, notes=list(self.notes), run=self.run,
                         cells=list(self.cells), stored_outputs=self.stored_outputs,
                         as_submitted=list(self.as_submitted), explanations=list(self.explanations),
-                        release=self.release.to_dict() if self.release else None)
+                        release=self.release.to_dict() if self.release else None,
+                        numbers=dict(self.numbers) or None)
         else:
             data.update(submission=self.submission, graded_at=self.graded_at)
             if self.digest is not None:
@@ -122,6 +125,7 @@ def read_result(data: dict[str, Any]) -> GradeResult:
     values.update({k: tuple(values[k]) for k in _TUPLES if k in values})
     if "release" in values:
         values["release"] = Release.from_dict(values["release"])
+    values["numbers"] = tuple(sorted((values.get("numbers") or {}).items()))
     return GradeResult(exercises=tuple(ExerciseResult.from_dict(e) for e in data.get("exercises") or ()), **values)
 
 

@@ -62,7 +62,7 @@ def options_for(options: Options, recorded: dict[str, Any] | None) -> Options:
     seed, hash_seed = recorded.get("seed"), recorded.get("hash_seed")
     changes: dict[str, Any] = {}
     if isinstance(seed, int):
-        changes["seed"] = seed
+        changes.update(seed=seed, seed_from=str(recorded.get("seed_from") or "given"))
     if isinstance(hash_seed, int) and hash_seed != options.hash_seed:
         changes.update(hash_seed=hash_seed, zygote=False)
     return dataclasses.replace(options, **changes)

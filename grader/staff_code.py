@@ -19,16 +19,17 @@ from grader.errors import LessonError
 from grader.handout import tagged, answer_cells, scaffold
 from grader import lessons
 
-@functools.lru_cache(maxsize=None)
-def reference(lesson_id: str) -> dict[str, Any]:
+@functools.lru_cache(maxsize=64)
+def reference(lesson_id: str, numbers: tuple[tuple[str, float], ...] = ()) -> dict[str, Any]:
     """The reference namespace, built in the grader process only.
 
     It runs the scaffold cells tagged `reference` (given code the answers
-    build on) and then the answer cells tagged `reference`.
+    build on), with a student's variant `numbers` where given, and then the
+    answer cells tagged `reference`.
     """
     lesson = lessons.get(lesson_id)
     namespace: dict[str, Any] = {"__name__": f"reference_{lesson_id.replace('-', '_')}"}
-    for source in tagged(scaffold(lesson).cells, "reference"):
+    for source in tagged(scaffold(lesson, dict(numbers)).cells, "reference"):
         exec(compile(source, f"<{lesson_id} given>", "exec"), namespace)
     for source in tagged(answer_cells(lesson).values(), "reference"):
         exec(compile(source, f"<{lesson_id} reference>", "exec"), namespace)

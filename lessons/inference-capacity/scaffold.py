@@ -139,12 +139,27 @@ _, _, overloaded_latency = simulate_queue(overloaded_arrivals, service_ms)
 print("simulated last response / service time, stable vs overloaded:",
       stable_latency[-1] / service_ms, overloaded_latency[-1] / service_ms)
 
+# %% [markdown] id=your-numbers
+# ## Your numbers
+#
+# The next cell holds the numbers of exercises `burst`, `deadline` and
+# `batch-collection`. Your course may give each student numbers of their own; the
+# text below states yours. Use the names in your answers rather than copying the
+# values.
+
+# %% id=given-variant tags=given,reference
+BURST_REQUESTS = 4      # requests that arrive together in exercise `burst`
+BURST_SERVICE_MS = 2.0  # the service time of each of them
+DEADLINE_MS = 6.0       # the response deadline of exercise `deadline`
+BATCH_SIZE = 8          # the batch filled in exercise `batch-collection`
+SPACING_MS = 2.0        # the arrival spacing in exercise `batch-collection`
+
 # %% [markdown] id=ex-burst
 # ## Exercise `burst`
 #
-# Four requests arrive together at t = 0 and each needs 2 ms. Predict the finish
-# and response times before you run anything, then set `burst_finish` and
-# `burst_latency` from `simulate_queue`.
+# `BURST_REQUESTS` = {{BURST_REQUESTS}} requests arrive together at t = 0 and each needs
+# `BURST_SERVICE_MS` = {{BURST_SERVICE_MS}} ms. Predict the finish and response times before
+# you run anything, then set `burst_finish` and `burst_latency` from `simulate_queue`.
 
 # %% id=answer-burst tags=answer
 # YOUR ANSWER: burst_finish and burst_latency
@@ -166,8 +181,8 @@ burst = None
 # %% [markdown] id=ex-deadline
 # ## Exercise `deadline`
 #
-# Five simultaneous requests, 2 ms each, and a 6 ms response deadline. A response
-# that takes exactly 6 ms meets the deadline. Write `count_missed(latencies_ms,
+# Five simultaneous requests, 2 ms each, and a response deadline of `DEADLINE_MS` =
+# {{DEADLINE_MS}} ms. A response that takes exactly the deadline meets it. Write `count_missed(latencies_ms,
 # deadline_ms)` (how many response times are strictly greater than the deadline),
 # and set `deadline_latencies` and `missed_deadlines`.
 
@@ -199,7 +214,8 @@ def plan_replicas(arrival_per_s, capacity_per_s, target_utilization):
 # %% [markdown] id=ex-batch-collection
 # ## Exercise `batch-collection`
 #
-# Requests arrive every $\delta$ = 2 ms and a batch of $B$ = 8 is filled from empty.
+# Requests arrive every $\delta$ = `SPACING_MS` = {{SPACING_MS}} ms and a batch of
+# $B$ = `BATCH_SIZE` = {{BATCH_SIZE}} is filled from empty.
 # The first request waits $(B-1)\delta$ for the batch to fill, the last one not at all;
 # on average the wait is $(B-1)\delta/2$. Set `collection_wait` to the wait of each
 # position (first position first).

@@ -55,7 +55,7 @@ def simulate_queue(arrival_ms, service_ms):
     return starts, finishes, finishes - arrivals
 
 # %% id=answer-burst tags=reference
-_, burst_finish, burst_latency = simulate_queue(np.zeros(4), 2.0)
+_, burst_finish, burst_latency = simulate_queue(np.zeros(BURST_REQUESTS), BURST_SERVICE_MS)
 
 # %% id=answer-burst-sensitivity tags=reference
 _, _, smooth = simulate_queue(3.0 * np.arange(5), 2.0)
@@ -67,7 +67,7 @@ def count_missed(latencies_ms, deadline_ms):
 
 
 _, _, deadline_latencies = simulate_queue(np.zeros(5), 2.0)
-missed_deadlines = count_missed(deadline_latencies, 6.0)
+missed_deadlines = count_missed(deadline_latencies, DEADLINE_MS)
 
 # %% id=answer-replica-plan tags=reference
 def plan_replicas(arrival_per_s, capacity_per_s, target_utilization):
@@ -78,8 +78,7 @@ def plan_replicas(arrival_per_s, capacity_per_s, target_utilization):
     return math.ceil(arrival_per_s / (target_utilization * capacity_per_s))
 
 # %% id=answer-batch-collection tags=reference
-batch_size, spacing_ms = 8, 2.0
-collection_wait = (batch_size - 1 - np.arange(batch_size)) * spacing_ms
+collection_wait = (BATCH_SIZE - 1 - np.arange(BATCH_SIZE)) * SPACING_MS
 
 # %% id=answer-p95 tags=reference
 nineteen_fast_one_slow = np.array([1.0] * 19 + [100.0])

@@ -1,0 +1,117 @@
+"""Per-student variants: each student's handout holds numbers of their own, drawn from the course secret; a grade
+uses the owner's numbers whatever the notebook holds, and says whose handout it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from conftest import write
+from grader import batch, cli, grading, handout, lessons, variants
+
+LESSON = "inference-capacity"
+STUDENTS = ("1001", "1002", "1003", "1004")
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """A course secret of its own (the record of per-student lessons lands beside it) and a class list."""
+    secret = tmp_path / "keys" / "course.secret"
+    secret.parent.mkdir()
+    secret.write_text("a secret for the variants tests, long enough\n")
+    monkeypatch.setenv("GRADER_SECRET", str(secret))
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\n" + "".join(f"{s},Student {s}\n" for s in STUDENTS))
+    return roster
+
+
+def _variant_cell(notebook) -> str:
+    return next(c.source for c in notebook.cells if c.get("id") == "given-variant")
+
+
+def test_the_seeds_numbers_reproduce_the_lessons_own_figures():
+    lesson = lessons.get(LESSON)
+    figures = variants.public_figures(lesson, variants.defaults(lesson))
+    for exercise in lesson.exercises:
+        for index, case in enumerate(exercise.cases):
+            if case.varies:
+                assert figures[f"{exercise.id}/{index}"] == case.expect, (exercise.id, index)
+    assert handout.scaffold(lesson).cells == handout.scaffold(lesson, variants.defaults(lesson)).cells
+    # by hand: 5 requests of 2.5 ms at once finish at 2.5, 5, ..., 12.5; a 7 ms deadline misses 8 and 10
+    own = variants.public_figures(lesson, dict(variants.defaults(lesson), BURST_REQUESTS=5, BURST_SERVICE_MS=2.5,
+                                               DEADLINE_MS=7.0, BATCH_SIZE=6, SPACING_MS=1.5))
+    assert own["burst/0"] == [2.5, 5.0, 7.5, 10.0, 12.5] and own["deadline/1"] == 2
+    assert own["batch-collection/0"] == [7.5, 6.0, 4.5, 3.0, 1.5, 0.0]
+
+
+def test_release_writes_one_handout_per_student_and_records_the_lesson(tmp_path, course):
+    done = CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
+                                         str(tmp_path / "handouts")])
+    assert done.exit_code == 0, done.output
+    books = {s: nbformat.read(tmp_path / "handouts" / f"{s}.ipynb", as_version=4) for s in STUDENTS}
+    assert len({_variant_cell(nb) for nb in books.values()}) > 1  # numbers of their own
+    assert all(nb.metadata["grader"]["student"] == s for s, nb in books.items())
+    assert variants.enabled(LESSON) and not variants.enabled("inference-scaling")
+    plain = CliRunner().invoke(cli.main, ["release", LESSON, "--roster", str(course), "--out", str(tmp_path / "x")])
+    assert plain.exit_code == 2 and "go with --variants" in plain.stderr
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id\n../escaped\n")
+    refused = CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(bad), "--out",
+                                            str(tmp_path / "y")])
+    assert refused.exit_code == 2 and "cannot name a file" in refused.stderr and not (tmp_path / "escaped.ipynb").exists()
+
+
+def _filled(notebook):
+    """A handout with the reference's answer cells in place of its stubs."""
+    answers = handout.answer_cells(lessons.get(LESSON))
+    for cell in notebook.cells:
+        if cell.get("id") in answers:
+            cell.source = answers[cell["id"]].source
+    return notebook
+
+
+@pytest.mark.kernel
+def test_each_student_gets_full_marks_on_their_numbers_and_a_borrowed_handout_is_graded_on_its_owners(
+        tmp_path, course):
+    CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
+                                  str(tmp_path / "handouts")])
+    lesson = lessons.get(LESSON)
+    books = {s: nbformat.read(tmp_path / "handouts" / f"{s}.ipynb", as_version=4) for s in STUDENTS}
+    lender = next(s for s in STUDENTS[1:] if _variant_cell(books[s]) != _variant_cell(books["1001"]))
+    folder = tmp_path / "class"
+    folder.mkdir()
+    write(_filled(books["1001"]), folder / "1001.ipynb")
+    write(_filled(books[lender]), folder / f"{lender}.ipynb")
+    borrower = next(s for s in STUDENTS if s not in ("1001", lender))
+    write(_filled(books["1001"]), folder / f"{borrower}.ipynb")  # 1001's handout, handed in by another student
+    batch.run(folder, LESSON, tmp_path / "out", jobs=2, options=grading.Options(), progress=False, roster=course)
+    results = {s: json.loads((tmp_path / "out" / "results" / f"{s}.json").read_text())
+               for s in ("1001", lender, borrower)}
+    for student, result in results.items():
+        assert result["score"] == result["max_score"], (student, result["exercises"])
+        assert result["numbers"] == variants.numbers_for(lesson, student, variants.seeds.course_secret())
+    assert results["1001"]["numbers"] != results[lender]["numbers"]
+    note = " ".join(results[borrower]["notes"])
+    assert "holds the numbers of another handout" in note and "handed out to 1001" in note
+    assert f"graded on {borrower}'s own numbers" in note
+    report = (tmp_path / "out" / "reports" / f"{borrower}.html").read_text()
+    assert "handed out to 1001" in report
+
+
+@pytest.mark.kernel
+def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, course, monkeypatch):
+    CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
+                                  str(tmp_path / "handouts")])
+    lesson = lessons.get(LESSON)
+    own = next(s for s in STUDENTS if nbformat.read(tmp_path / "handouts" / f"{s}.ipynb", as_version=4)
+               .metadata["grader"]["public"] != variants.public_figures(lesson, variants.defaults(lesson)))
+    path = write(_filled(nbformat.read(tmp_path / "handouts" / f"{own}.ipynb", as_version=4)), tmp_path / "mine.ipynb")
+    monkeypatch.delenv("GRADER_SECRET")  # a student's machine: no secret, no record of per-student lessons
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "student-config"))
+    assert not variants.enabled(LESSON)
+    result = grading.grade(path, LESSON, grading.Options(public_only=True)).to_dict()
+    assert {e["id"]: e["status"] for e in result["exercises"]} == {ex.id: "passed" for ex in lesson.exercises}
