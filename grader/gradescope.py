@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grader import files, layouts, lessons, platforms, record, seeds
+from grader import files, layouts, lessons, platforms, record, seeds, variants
 from grader.errors import GraderError
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -68,6 +68,8 @@ def bundle(lesson_id: str, target: Path) -> Path:
     secret = seeds.course_secret()
     if secret is not None:
         entries[f"course/solutions/{seeds.SECRET_NAME}"] = secret + b"\n"
+    if variants.enabled(lesson.id):  # graded per student there too (the record sits beside the secret)
+        entries[f"course/solutions/{variants.RECORD_NAME}"] = json.dumps({"lessons": [lesson.id]}).encode()
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed"):
             entries[f"grader-src/grader/{path.relative_to(package)}"] = path

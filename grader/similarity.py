@@ -162,8 +162,9 @@ def _code_tokens(source: str, offset: int) -> list[list[tuple[str, int]]]:
 
 
 def _words(text: str, offset: int) -> list[tuple[str, int]]:
-    return [(word, number + offset) for number, line in enumerate(text.lower().splitlines())
-            for word in re.findall(r"[a-z0-9]+", line)]
+    """Words of prose, every number one token: a handout of one's own numbers (variants) is still the handout."""
+    return [("#" if word[0].isdigit() else word, number + offset) for number, line in enumerate(text.lower().splitlines())
+            for word in re.findall(r"[a-z]+|[0-9][0-9.]*", line)]
 
 
 def _add(into: dict[int, set[int]], found: dict[int, set[int]]) -> None:

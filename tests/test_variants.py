@@ -115,3 +115,15 @@ def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, c
     assert not variants.enabled(LESSON)
     result = grading.grade(path, LESSON, grading.Options(public_only=True)).to_dict()
     assert {e["id"]: e["status"] for e in result["exercises"]} == {ex.id: "passed" for ex in lesson.exercises}
+
+
+def test_similarity_sees_each_students_own_handout_as_the_handout():
+    from grader import similarity
+
+    lesson = lessons.get(LESSON)
+    own = dict(variants.defaults(lesson), BURST_REQUESTS=6, DEADLINE_MS=8.0, SPACING_MS=3.0)
+    # two students who drew the same numbers, neither writing a word: their handouts' text matches each other's and
+    # not the seed's, and is still nobody's own writing
+    books = {"1001": handout.scaffold(lesson, own), "1002": handout.scaffold(lesson, own)}
+    report = similarity.analyse(books, handout.scaffold(lesson))
+    assert [p for p in report.code + report.prose if p.flagged] == []
