@@ -3,13 +3,15 @@ figure the lesson states agrees with the reference."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from grader import decoded, expectations, handout, lessons, matching, staff_code
+from grader import decoded, expectations, handout, lessons, matching, staff_code, variants
 from grader.grading import Options, grade
 from grader.record import GradeResult
 
@@ -54,4 +56,34 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
     for e in bare.exercises:
         if e.status == "passed":
             problems.append(f"the bare scaffold passes {e.id}: its checks cannot tell an empty answer from a right one")
+    problems += _variants(lesson, options, workdir)
     return Validation(lesson.id, ref, bare, tuple(problems))
+
+
+VARIANT_DRAWS = 2
+"""Students' numbers a lesson with [variants] is also validated on (drawn for made-up ids)."""
+
+
+def _variants(lesson: lessons.Lesson, options: Options, workdir: str | Path | None) -> list[str]:
+    """On a few drawn variants too: the reference's answer cells earn full marks, the bare handout nothing."""
+    problems = []
+    answers = handout.answer_cells(lesson) if lesson.variants else {}
+    for draw in range(VARIANT_DRAWS if lesson.variants else 0):
+        student = f"validate-{draw + 1}"
+        numbers = variants.numbers_for(lesson, student, None)
+        own = dataclasses.replace(options, variant=tuple(sorted(numbers.items())))
+        bare_book = variants.student_handout(lesson, student, None)
+        filled = copy.deepcopy(bare_book)
+        for cell in filled.cells:
+            if cell.get("id") in answers:
+                cell.source = answers[cell["id"]].source
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            nbformat.write(filled, str(Path(tmp) / "reference.ipynb"))
+            nbformat.write(bare_book, str(Path(tmp) / "scaffold.ipynb"))
+            ref, bare = (grade(Path(tmp) / name, lesson.id, own) for name in ("reference.ipynb", "scaffold.ipynb"))
+        shown = variants.shown(numbers)
+        problems += [f"reference fails {e.id} with the numbers {shown}: {'; '.join(e.messages[:2])}"
+                     for e in ref.exercises if e.status != "passed"]
+        problems += [f"the bare handout with the numbers {shown} passes {e.id}" for e in bare.exercises
+                     if e.status == "passed"]
+    return problems

@@ -127,3 +127,25 @@ def test_similarity_sees_each_students_own_handout_as_the_handout():
     books = {"1001": handout.scaffold(lesson, own), "1002": handout.scaffold(lesson, own)}
     report = similarity.analyse(books, handout.scaffold(lesson))
     assert [p for p in report.code + report.prose if p.flagged] == []
+
+
+def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monkeypatch):
+    from grader import validate
+    from grader.judge import ExerciseResult
+    from grader.record import GradeResult
+
+    graded = []
+
+    def grade(path, lesson_id, options):  # stands in for a kernel run: the reference passes, the bare handout not
+        book = nbformat.read(path, as_version=4)
+        graded.append((Path(path).name, options.variant, variants.found_numbers(lessons.get(lesson_id), book)[1]))
+        passes = "reference" in str(path) and not ("scaffold" in str(path))
+        return GradeResult(status="graded", lesson=lesson_id, student="x", exercises=(
+            ExerciseResult("burst", "passed" if passes else "failed", float(passes), 1.0, "simulated", ()),))
+
+    monkeypatch.setattr(validate, "grade", grade)
+    assert validate.validate(LESSON, workdir=tmp_path).problems == ()
+    drawn = [(name, dict(numbers), held) for name, numbers, held in graded if numbers is not None]
+    assert len(drawn) == 2 * validate.VARIANT_DRAWS
+    assert all(numbers == held for _, numbers, held in drawn)  # each handout holds the numbers it is graded on
+    assert any(numbers != variants.defaults(lessons.get(LESSON)) for _, numbers, _ in drawn)
