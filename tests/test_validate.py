@@ -37,6 +37,6 @@ def test_a_stated_figure_the_reference_does_not_reproduce_is_named(monkeypatch, 
     real = staff_code.reference(LESSON)
     # every stated figure is computed by a reference function; one that answers 0 disagrees with all of them
     broken = {name: (lambda *a, **k: 0.0) if callable(value) else value for name, value in real.items()}
-    monkeypatch.setattr(staff_code, "reference", lambda lesson_id: broken)
+    monkeypatch.setattr(staff_code, "reference", lambda lesson_id, numbers=(): broken)
     problems = validate.validate(LESSON, workdir=tmp_path).problems
     assert problems and all("the reference disagrees with the lesson's figure" in p for p in problems)

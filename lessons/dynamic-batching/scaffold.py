@@ -433,8 +433,8 @@ except NotImplementedError:
 # 0.5 ms when every batch takes at least 2 ms).
 #
 # Finally set `policy` to your choice for `TRACE_OVERLOADED` with the declared costs
-# (`SETUP_MS`, `PER_ITEM_MS`), the objective `P99_SLO_MS` and the grid
-# (`MAX_BATCHES`, `MAX_WAITS_MS`). These are all fixed by the lesson, so
+# (`SETUP_MS`, `PER_ITEM_MS`), the objective `P99_SLO_MS` = {{P99_SLO_MS}} ms and the grid
+# (`MAX_BATCHES`, `MAX_WAITS_MS`). These are all fixed by your handout, so
 # `grader check` already compares your `policy` with the right choice.
 
 # %% id=answer-policy-choice tags=answer

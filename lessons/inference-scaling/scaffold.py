@@ -249,6 +249,9 @@ for b in SIZES:
 for setup in (150, 300, 600):
     print(f"accelerator setup {setup}: crossover at {crossover_point(GENERAL, (setup, ACCEL[1])):.1f} requests")
 
+# %% id=given-variant tags=given,reference
+CACHE_GROUP_SIZE = 32  # the group size of exercise `cache-product` (your course may give each student their own)
+
 # %% [markdown] id=ex-cache
 # ## Exercise `cache-product`: two gains that do not multiply
 #
@@ -261,10 +264,10 @@ for setup in (150, 300, 600):
 # size)` returning `(batching_factor, cache_factor, combined_factor)`, each the rows read
 # divided by `cost(stream, 1)`: batching alone at `size`, the cache alone at size 1, and
 # both together. Set `batching_factor`, `cache_factor` and `actual_combined` for `STREAM`
-# at size 32, and `predicted_product = batching_factor * cache_factor`.
+# at size `CACHE_GROUP_SIZE` = {{CACHE_GROUP_SIZE}}, and `predicted_product = batching_factor * cache_factor`.
 #
 # Predict first: does the product of the two factors equal the combined factor? The
-# cache **thins** the groups: 193 requests in groups of 32 leave one request alone in
+# cache **thins** the groups: 193 requests in groups of {{CACHE_GROUP_SIZE}} leave one request alone in
 # the last group, reading a whole region history by itself. The gain of one mechanism
 # depends on which mechanism stands next to it.
 

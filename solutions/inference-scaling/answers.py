@@ -78,5 +78,5 @@ def cache_batching_factors(stream, size):
             cost(first_occurrences, size) / baseline)
 
 
-batching_factor, cache_factor, actual_combined = cache_batching_factors(STREAM, 32)
+batching_factor, cache_factor, actual_combined = cache_batching_factors(STREAM, CACHE_GROUP_SIZE)
 predicted_product = batching_factor * cache_factor
