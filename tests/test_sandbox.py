@@ -453,7 +453,7 @@ def test_a_kernel_started_from_the_warm_cells_shares_their_globals(tmp_path):
         "THRESHOLD = 10**9\nprint(process_group.__code__.co_filename, label({'m3': 100}), In[2][:11], _i3[:10])"))
     result, executed = _scaling(tmp_path, "rebinds", notebook)
     assert _last_output(executed) == "<given cell 3> 0 # FICTIONAL # Serving:"  # process_group: the third
-    assert [c.execution_count for c in executed.cells if c.cell_type == "code"] == list(range(1, 10))
+    assert [c.execution_count for c in executed.cells if c.cell_type == "code"] == list(range(1, 11))  # 9 cells + 1
     assert result["score"] == result["max_score"]
 
 
