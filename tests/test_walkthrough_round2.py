@@ -1,0 +1,44 @@
+"""What students and instructors met in the second walkthrough (issue 40), each finding checked as a person
+meets it: the text a page shows, the words a command prints, the exit code a script sees."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from grader import handout, lessons, render, render_similarity, similarity
+
+HERE = Path(__file__).parent
+
+
+def _result(**environment) -> dict:
+    return {"schema": 1, "status": "graded", "error": None, "lesson": "inference-scaling", "student": "ada",
+            "score": 1.0, "max_score": 3.0, "exercises": [], "measured": {}, "simulated": {},
+            "environment": environment, "sandbox": {}, "mode": "grade", "seed": 1, "hash_seed": 1,
+            "digest": "d", "submission": "ada.ipynb", "graded_at": "2026-12-05T12:00:00+00:00", "notes": [],
+            "run": {"attempts": 1, "seconds": 0.0, "timings": {}, "flood": None, "deadline_hit": False}, "cells": [], "stored_outputs": 0, "as_submitted": [], "explanations": []}
+
+
+def test_no_receipt_says_because_none_and_a_lesson_without_jax_shows_no_jax_rows():
+    quiet = _result(cpu_model="x86", cpu_count=2, device_requested="cpu", device_used="cpu",
+                    device_fallback_reason=None, jax_backend=None, jax=None)
+    for text in (render.report_html(quiet), render.report_md(quiet)):
+        assert "because None" not in text and "fell back" not in text and "JAX backend" not in text
+    fell = _result(cpu_model="x86", device_requested="gpu", device_used="cpu", device_fallback_reason="no GPU here")
+    assert "fell back to the CPU because" in render.report_md(fell) and "no GPU here" in render.report_md(fell)
+
+
+def test_similarity_fragments_keep_one_line_per_line():
+    from test_similarity import _class
+
+    lesson = lessons.get("inference-scaling")
+    notebooks = _class()
+    report = similarity.analyse(notebooks, handout.scaffold(lesson))
+    html = render_similarity.similarity_html(report, lesson)
+    fragments = re.findall(r"<pre>(.*?)</pre>", html, flags=re.S)
+    assert fragments
+    for fragment in fragments:
+        lines = fragment.split("\n")
+        numbered = [line for line in lines if re.match(r"^(<mark>)?\s*\d+  ", line)]
+        assert len(numbered) == len([line for line in lines if line.strip()])  # every line starts with its number
+        assert len(numbered) >= 1 and not re.search(r"\S\s+\d+  \S.*\s+\d+  ", fragment.split("\n")[0])
