@@ -260,7 +260,8 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
             if complete and not named["failures"]:
                 book.finish_regrade(lesson.id)
         similar = similarity.of_batch(out, lesson)
-        files.write_text(out / "similarity.html", render_similarity.similarity_html(similar, lesson))
+        names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
+        files.write_text(out / "similarity.html", render_similarity.similarity_html(similar, lesson, names))
         files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent, moved, similar))
     finally:
         book.close()

@@ -352,7 +352,13 @@ def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict
     """The instructor's batch dashboard (`OUTDIR/index.html`); after a regrade, with what it changed; with the
     pairs of similar work flagged for review (similarity.Report), where it was computed."""
     data = dashboard_data(results, lesson, absent, changes, similar)
-    return environment().get_template("dashboard.html.j2").render(d=data)
+    names = {r["student"]: r.get("name") for r in [*results, *absent] if r.get("name")}
+    return environment().get_template("dashboard.html.j2").render(d=data, who=lambda student: who(names, student))
+
+
+def who(names: dict[str, str], student: Any) -> str:
+    """A student as people know them: `Name (id)` where the roster or the platform gives a name, else the id."""
+    return f"{names[student]} ({student})" if names.get(student) else str(student)
 
 
 def portfolio_index(students: list[str], entries: list[dict[str, Any]], keys: list[str] | None = None) -> str:

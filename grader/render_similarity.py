@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.render import environment
+from grader.render import environment, who
 
 CONTEXT_LINES = 2
 """Lines shown around each matching fragment of a flagged pair."""
@@ -42,6 +42,8 @@ def similarity_data(report: Any, lesson: Any, others: int = 10) -> dict[str, Any
             "students": len(report.students), "kinds": kinds}
 
 
-def similarity_html(report: Any, lesson: Any) -> str:
-    """`OUTDIR/similarity.html`: each pair flagged for review, side by side, its matching lines highlighted."""
-    return environment().get_template("similarity.html.j2").render(s=similarity_data(report, lesson))
+def similarity_html(report: Any, lesson: Any, names: dict[str, str] | None = None) -> str:
+    """`OUTDIR/similarity.html`: each pair flagged for review, side by side, its matching lines highlighted; each
+    student shown as `Name (id)` where the roster gave a name (`names`)."""
+    return environment().get_template("similarity.html.j2").render(
+        s=similarity_data(report, lesson), who=lambda student: who(names or {}, student))

@@ -42,3 +42,19 @@ def test_similarity_fragments_keep_one_line_per_line():
         numbered = [line for line in lines if re.match(r"^(<mark>)?\s*\d+  ", line)]
         assert len(numbered) == len([line for line in lines if line.strip()])  # every line starts with its number
         assert len(numbered) >= 1 and not re.search(r"\S\s+\d+  \S.*\s+\d+  ", fragment.split("\n")[0])
+
+
+def test_names_stand_beside_ids_where_the_roster_gives_them(graded):
+    from grader import record
+    from test_similarity import _class
+
+    lesson = lessons.get("inference-scaling")
+    ada = dict(record.summary(graded.solution("inference-scaling")), student="1001", name="Ada Lovelace")
+    absent = [{"student": "1007", "name": "Ben Bitdiddle", "status": "missing", "lesson": lesson.id}]
+    page = render.dashboard_html([ada], lesson, absent)
+    notice = re.search(r"<strong>No submission</strong>(.*?)</p>", page, flags=re.S).group(1)
+    assert "Ben Bitdiddle (1007)" in notice
+    assert "Ada Lovelace (1001)</a>" in page
+    report = similarity.analyse(_class(), handout.scaffold(lesson))
+    html = render_similarity.similarity_html(report, lesson, {"orig": "Ada Lovelace"})
+    assert "Ada Lovelace (orig)" in html
