@@ -29,8 +29,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import (certs, files, finish, grading, host, layouts, lessons, record, render, render_similarity,
-                    render_text, seeds, sign, similarity, variants)
+from grader import (certs, devices, files, finish, grading, host, layouts, lessons, record, render, render_similarity,
+                    render_text, seeds, sign, similarity, validate,
+                    variants)
 from grader import regrade as regrades
 from grader import roster as class_list
 from grader.errors import GraderError
@@ -67,31 +68,6 @@ def _die_with_parent() -> None:
     # runs and would shut that kernel down under the grade.
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-KERNEL_MEMORY_BYTES = 512 * 2**20
-"""Memory to keep free per job when choosing the default (a JAX kernel with its lesson data stays well below)."""
-ACCELERATOR_JOBS = 4
-"""Jobs per accelerator at most: each kernel allocates what it uses on it (no preallocation), and the CPU work
-of a grade still dominates."""
-
-
-def default_jobs(device: str = "cpu") -> int:
-    """Two jobs per core, fewer if memory is short; on an accelerator, also at most ACCELERATOR_JOBS per device.
-
-    A job alternates between its grading process and its kernel, and waits on every round trip between them:
-    with one job per core the cores sat 15-24 % idle (vmstat during a batch on 2 cores); with one per core plus
-    one, 6-8 %; two per core graded the bench's 40 submissions 5-9 % faster again. Kernels already run
-    single-threaded (XLA and BLAS; kernel_command.kernel_env), so more jobs do not oversubscribe the cores.
-    """
-    cores = os.cpu_count() or 1
-    available = host.memory_bytes("MemAvailable") or (cores + 1) * KERNEL_MEMORY_BYTES
-    jobs = max(1, min(2 * cores, available // KERNEL_MEMORY_BYTES))
-    if device != "cpu":
-        from grader import devices
-
-        jobs = min(jobs, ACCELERATOR_JOBS * max(1, devices.accelerator_count(device)))
-    return jobs
 
 
 def digest(path: Path) -> str:
@@ -135,18 +111,21 @@ class _Plan:
 
 
 def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | None, options: grading.Options,
-          scheduler: str | None, regrade: bool) -> _Plan:
+          scheduler: str | None, regrade: bool, force: bool = False) -> _Plan:
     found = layouts.read(folder, out / "unpacked")
     files.make_dirs(out / "results")
     files.make_dirs(out / "reports")
     signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
     book = record.Gradebook(out / "gradebook.sqlite")
+    if regrade and not force:
+        with _closed_if_refused(book):
+            validate.before_regrade(lesson, book.recorded(lesson.id))
     regrading = book.start_regrade(lesson.id) if regrade else None
     key = sign.signing_key() if regrading else None
     recorded, untrusted = regrades.trusted(book.recorded(lesson.id) if regrading else {},
                                            key.public_key() if key is not None else None)
     todo, clashes, skipped = _sorted(found.entries, book, lesson.id, regrading)
-    jobs = max(1, jobs or default_jobs(options.device))
+    jobs = max(1, jobs or devices.default_jobs(options.device))
     if todo:
         _refuse_without_isolation(options)
     # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks
@@ -166,7 +145,7 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
 def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
         options: grading.Options = grading.Options(), scheduler: str | None = None,
         progress: bool = True, roster: str | Path | None = None, began: float | None = None,
-        regrade: bool = False, tls: str | Path | None = None) -> Summary:
+        regrade: bool = False, tls: str | Path | None = None, force: bool = False) -> Summary:
     """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable.
 
     `regrade`: grade every submission again, each with its recorded seeds (regrade.py), and say what changed.
@@ -179,7 +158,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     lesson = lessons.get(lesson_id)
     members = class_list.read(roster) if roster else None
     with _removed_if_refused(out):
-        plan = replace(_plan(folder, lesson, out, jobs, options, scheduler, regrade), tls=Path(tls) if tls else None)
+        plan = replace(_plan(folder, lesson, out, jobs, options, scheduler, regrade, force),
+                       tls=Path(tls) if tls else None)
     counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
     named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": [],
                                    "untrusted": plan.untrusted}
@@ -282,6 +262,15 @@ def _absent(members: class_list.Roster | None, present: set[str], lesson_id: str
         return []
     return [{"student": m.student, "name": m.name, "status": "missing", "lesson": lesson_id} for m in members.members
             if not (m.ids() & present)]
+
+
+@contextlib.contextmanager
+def _closed_if_refused(book: record.Gradebook) -> Iterator[None]:
+    try:
+        yield
+    except GraderError:
+        book.close()
+        raise
 
 
 @contextlib.contextmanager

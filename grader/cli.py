@@ -230,11 +230,13 @@ def validate_cmd(lesson_id: str, **flags: Any) -> None:
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @click.option("--regrade", is_flag=True,
               help="Grade every submission again with its recorded seeds (after fixing a lesson); writes changes.csv.")
+@click.option("--force", is_flag=True, help="--regrade even when a changed reference contradicts the lesson.")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The class: a CSV of student ids, or Canvas's gradebook export (names, SIS ids, sections).")
 @_sandbox_options
 def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, scheduler: str | None,
-              tls_dir: Path | None, no_zygote: bool, regrade: bool, roster: Path | None, **flags: Any) -> None:
+              tls_dir: Path | None, no_zygote: bool, regrade: bool, force: bool, roster: Path | None,
+              **flags: Any) -> None:
     """Grade every submission in FOLDER (a folder or a .zip: flat, per-student, nbgrader, Canvas or Moodle
     layout); rerun to resume."""
     began = time.monotonic()
@@ -242,8 +244,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 
     options = _options(zygote=not no_zygote, **flags)
     if options.sandbox == "none":
-        _echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files",
-                   err=True)
+        _echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
     # One hash seed for the whole batch, fixed now: the template's interpreter starts with it (a regrade's takes
     # the one its results recorded, read from the gradebook later). Derived, so a rerun's kernels are the same.
     if options.hash_seed is None and not regrade:
@@ -256,7 +257,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 
     try:
         summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler,
-                               roster=roster, began=began, regrade=regrade, tls=tls_dir)
+                               roster=roster, began=began, regrade=regrade, tls=tls_dir, force=force)
     except KeyboardInterrupt:
         raise _Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None

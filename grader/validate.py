@@ -8,10 +8,12 @@ import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
 from grader import decoded, expectations, handout, lessons, matching, staff_code, variants
+from grader.errors import GraderError
 from grader.grading import Options, grade
 from grader.record import GradeResult
 
@@ -33,17 +35,7 @@ class Validation:
 def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None) -> Validation:
     """Prove a lesson sound: reference full marks, scaffold zero, stated figures agree with the reference."""
     lesson = lessons.get(lesson_id)
-    problems = []
-    reference = staff_code.reference(lesson.id)
-    for ex in lesson.exercises:
-        for case in ex.cases:
-            if not case.has_expect:
-                continue
-            want = decoded.decode(case.expect)
-            got = expectations.expectation(lessons.Case(**{**case.__dict__, "expect": None, "has_expect": False}), reference)
-            mismatch = matching.compare(got.value, want, case)
-            if mismatch:
-                problems.append(f"{ex.id}: the reference disagrees with the lesson's figure for {case.label()}: {mismatch.public()}")
+    problems = stated_figures(lesson)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         solution = Path(tmp) / "reference.ipynb"
         nbformat.write(handout.solution_notebook(lesson), str(solution))
@@ -58,6 +50,41 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
             problems.append(f"the bare scaffold passes {e.id}: its checks cannot tell an empty answer from a right one")
     problems += _variants(lesson, options, workdir)
     return Validation(lesson.id, ref, bare, tuple(problems))
+
+
+def stated_figures(lesson: lessons.Lesson) -> list[str]:
+    """Every figure the lesson states that its reference does not reproduce, in one line each (no kernel runs)."""
+    problems = []
+    reference = staff_code.reference(lesson.id)
+    for ex in lesson.exercises:
+        for case in ex.cases:
+            if not case.has_expect:
+                continue
+            want = decoded.decode(case.expect)
+            try:
+                got = expectations.expectation(dataclasses.replace(case, expect=None, has_expect=False), reference)
+            except RuntimeError as err:  # the reference raised on the lesson's own input
+                problems.append(f"{ex.id}: {err}")
+                continue
+            mismatch = matching.compare(got.value, want, case)
+            if mismatch:
+                problems.append(f"{ex.id}: the reference disagrees with the lesson's figure for {case.label()}: "
+                                f"{mismatch.public()}")
+    return problems
+
+
+def before_regrade(lesson: lessons.Lesson, recorded: dict[str, dict[str, Any]]) -> None:
+    """Before a regrade moves any grade: a reference that changed since the recorded grades must still reproduce
+    every figure the lesson states (else one line, GraderError, and nothing moves; `--force` regrades anyway)."""
+    from grader import sign
+
+    now = sign.lesson_digests(lesson.id)[1]
+    before = {(data.get("digests") or {}).get("reference") for data in recorded.values()}
+    problems = stated_figures(lesson) if before - {now, None} else []
+    if problems:
+        more = f"; and {len(problems) - 1} more" if len(problems) > 1 else ""
+        raise GraderError(f"the reference changed and contradicts the lesson ({problems[0]}{more}): no grade moved. "
+                          f"Fix the reference (grader validate {lesson.id}), or pass --force to regrade on it anyway")
 
 
 VARIANT_DRAWS = 2

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FAST, SEED, write
-from grader import batch, cli, handout, lessons, run, sandbox
+from grader import cli, devices, handout, lessons, run, sandbox
 from grader.limits import Limits
 
 LESSON = "inference-capacity"
@@ -74,11 +74,11 @@ def test_a_gpu_batch_that_does_not_work_stops_before_any_grade(stand_in_gpu, tmp
 
 
 def test_a_gpu_batch_runs_at_most_its_share_of_jobs_per_device(stand_in_gpu, monkeypatch):
-    monkeypatch.setattr(batch.os, "cpu_count", lambda: 16)  # a GPU host's cores: the CPU alone would allow more
-    assert batch.default_jobs("cpu") > 4
-    assert batch.default_jobs("gpu") == 4  # one stand-in GPU, four jobs on it
+    monkeypatch.setattr(devices.os, "cpu_count", lambda: 16)  # a GPU host's cores: the CPU alone would allow more
+    assert devices.default_jobs("cpu") > 4
+    assert devices.default_jobs("gpu") == 4  # one stand-in GPU, four jobs on it
     os.mknod(stand_in_gpu / "nvidia1", 0o666 | 0o020000, os.makedev(240, 2))
-    assert batch.default_jobs("gpu") == min(8, batch.default_jobs("cpu"))
+    assert devices.default_jobs("gpu") == min(8, devices.default_jobs("cpu"))
 
 
 PROBE = """

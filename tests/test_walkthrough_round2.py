@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from grader import handout, lessons, render, render_similarity, similarity
 
 HERE = Path(__file__).parent
@@ -58,3 +60,54 @@ def test_names_stand_beside_ids_where_the_roster_gives_them(graded):
     report = similarity.analyse(_class(), handout.scaffold(lesson))
     html = render_similarity.similarity_html(report, lesson, {"orig": "Ada Lovelace"})
     assert "Ada Lovelace (orig)" in html
+
+
+def _course_copy(tmp_path):
+    import shutil
+
+    root = HERE.parent
+    course = tmp_path / "course"
+    for name in ("lessons", "solutions", "templates"):
+        shutil.copytree(root / name, course / name)
+    return course
+
+
+def _batch(course, folder, out, *extra):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, GRADER_COURSE=str(course))
+    return subprocess.run([sys.executable, "-m", "grader", "batch", str(folder), "--lesson", "inference-scaling",
+                           "--out", str(out), "--jobs", "2", *extra], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=course)
+
+
+@pytest.mark.kernel
+def test_a_regrade_on_a_reference_that_contradicts_the_lesson_moves_nobody_and_says_why(tmp_path):
+    import shutil
+    import sqlite3
+
+    course = _course_copy(tmp_path)
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("ada.ipynb", "ben.py"):
+        shutil.copy(HERE.parent / "samples" / "inference-scaling" / name, folder / name)
+    out = tmp_path / "out"
+    assert _batch(course, folder, out).returncode == 0
+    before = (out / "grades.csv").read_text()
+    answers = course / "solutions" / "inference-scaling" / "answers.py"
+    wrong = "    return (accel[0] - general[0]) / unit_saving"
+    assert wrong in answers.read_text()
+    answers.write_text(answers.read_text().replace(wrong, wrong + " + 1"))  # the lesson says 80, this gives 81
+    refused = _batch(course, folder, out, "--regrade")
+    assert refused.returncode == 2
+    line = refused.stderr.strip()
+    assert len(line.splitlines()) == 1 and "the reference changed and contradicts the lesson" in line
+    assert "crossover" in line and "no grade moved" in line and "--force" in line
+    assert (out / "grades.csv").read_text() == before and not (out / "changes.csv").exists()
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM history").fetchone() == (0,)
+    forced = _batch(course, folder, out, "--regrade", "--force")
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    assert (out / "changes.csv").exists()
