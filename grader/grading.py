@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import (compile_cache, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
+from grader import (compile_cache, completion, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
                     probe, releases, run, sandbox, seeds, staff_code, variants, warm_start, wire, zygote)
 from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
 from grader.options import MAX_HASH_SEED, Options
@@ -281,6 +281,7 @@ def _noted(lesson: lessons.Lesson, submission: load.Submission, release: release
            verdicts: list[judge.ExerciseResult]) -> tuple[list[str], list[judge.ExerciseResult]]:
     """The result's notes: a notebook of another release or of another lesson says so (in the missing verdicts too)."""
     notes = list(submission.notes)
+    notes += [f"{ex.id}: {said}" for ex in lesson.exercises for said in completion.unwaited(submission.notebook, ex.timed)]
     if release.note(lesson.id):
         notes.insert(0, release.note(lesson.id))
     other = handout.other_lesson(lesson, submission.notebook)

@@ -33,6 +33,7 @@ CASE["oneOf"] = [{"required": ["call"]}, {"required": ["value"]}]
 EXERCISE = _table({
     "id": _TEXT, "title": _TEXT, "kind": {"enum": ["simulated", "measured"]}, "points": _NUMBER,
     "needs": _TEXTS, "cases": {"type": "array", "items": CASE}, "scoring": {"enum": ["all", "cases"]},
+    "timed": _TEXTS,
 }, required=("id",))
 
 TIMING_FIELDS = _table({"batch": _TEXT, "p50": _TEXT, "p95": _TEXT, "samples": _TEXT},

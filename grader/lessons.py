@@ -150,6 +150,8 @@ class Exercise:
     scoring: str = "all"
     """`all`: the points for passing every case, else 0 (the default). `cases`: the points times the share of
     cases that passed, every case (public or hidden) weighing the same; excused cases count in neither."""
+    timed: tuple[str, ...] = ()
+    """Functions whose timed regions must wait for completion (`timed`): said as feedback, never graded."""
 
 
 @dataclass(frozen=True)
@@ -292,7 +294,8 @@ def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
     if scoring not in SCORINGS:
         raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: scoring must be one of {SCORINGS}, not {scoring!r}")
     return Exercise(id=ex_id, title=item.get("title", ex_id), kind=kind, points=float(item.get("points", 1)),
-                    needs=tuple(item.get("needs", [])), cases=cases, scoring=scoring)
+                    needs=tuple(item.get("needs", [])), cases=cases, scoring=scoring,
+                    timed=tuple(item.get("timed", [])))
 
 
 def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:

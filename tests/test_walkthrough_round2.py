@@ -111,3 +111,44 @@ def test_a_regrade_on_a_reference_that_contradicts_the_lesson_moves_nobody_and_s
     forced = _batch(course, folder, out, "--regrade", "--force")
     assert forced.returncode == 0, forced.stderr[-2000:]
     assert (out / "changes.csv").exists()
+
+
+def test_completion_is_read_from_the_source_and_only_where_a_timer_never_waits():
+    import nbformat
+
+    from grader import completion
+
+    def book(source):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+
+    waits = "def measure(x):\n    t = time.perf_counter()\n    f(x).block_until_ready()\n    return time.perf_counter() - t"
+    copies = "def measure(x):\n    t = time.perf_counter()\n    np.asarray(f(x))\n    return time.perf_counter() - t"
+    dispatch = "import time\n\ndef measure(x):\n    t = time.perf_counter()\n    f(x)\n    return time.perf_counter() - t"
+    assert completion.unwaited(book(waits), ("measure",)) == [] == completion.unwaited(book(copies), ("measure",))
+    (said,) = completion.unwaited(book(dispatch), ("measure",))
+    assert said.startswith("`measure` (cell 1, line 6): the timer stops without waiting for the device")
+    assert completion.unwaited(book(dispatch), ("other",)) == []
+
+
+@pytest.mark.kernel
+def test_a_measure_without_block_until_ready_is_told_so_in_check_and_the_original_is_not(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import write
+
+    lesson = lessons.get("inference-capacity")
+    original = handout.solution_notebook(lesson)
+    assert ".block_until_ready()" in next(c.source for c in original.cells if c.get("id") == "answer-measure")
+    hasty = handout.solution_notebook(lesson)
+    for cell in hasty.cells:
+        cell.source = cell.source.replace(".block_until_ready()", "")
+    said = {}
+    for name, book in (("original", original), ("hasty", hasty)):
+        path = write(book, tmp_path / f"{name}.ipynb")
+        done = subprocess.run([sys.executable, "-m", "grader", "check", str(path)], capture_output=True, text=True,
+                              timeout=300)
+        said[name] = done.stdout
+    assert "the timer stops without waiting for the device" in said["hasty"]
+    assert "block_until_ready" in said["hasty"] and "PASS" in said["hasty"]  # feedback, not points
+    assert "the timer stops without waiting" not in said["original"]
