@@ -11,11 +11,13 @@ from typing import Any
 __all__ = ["grade", "check", "GradeResult", "Options"]
 
 
-def check(path: str, lesson_id: str | None = None) -> Any:
-    """The student's self-check: public checks only, no sandbox required; a GradeResult."""
-    from grader.grading import Options, grade
+def check(path: str | None = None, exercise: str | None = None, lesson: str | None = None) -> Any:
+    """The student's self-check, from inside a notebook: `grader.check()` checks the saved notebook this kernel
+    runs (`grader.check("hw.ipynb")` names one, `grader.check("hw.ipynb", "burst")` one exercise) as `grader check`
+    does, prints the public verdicts and returns them as data (grader/in_notebook.py)."""
+    from grader import in_notebook
 
-    return grade(path, lesson_id, Options(public_only=True, sandbox="none"))
+    return in_notebook.check(path, exercise, lesson)
 
 
 def __getattr__(name: str) -> Any:

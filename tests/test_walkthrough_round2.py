@@ -152,3 +152,26 @@ def test_a_measure_without_block_until_ready_is_told_so_in_check_and_the_origina
     assert "the timer stops without waiting for the device" in said["hasty"]
     assert "block_until_ready" in said["hasty"] and "PASS" in said["hasty"]  # feedback, not points
     assert "the timer stops without waiting" not in said["original"]
+
+
+@pytest.mark.kernel
+def test_grader_check_inside_a_notebook_prints_the_public_verdicts(tmp_path):
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    target = tmp_path / "hw.ipynb"
+    shutil.copy(HERE.parent / "samples" / "inference-scaling" / "ada.ipynb", target)
+    book = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(f"import grader\nwhole = grader.check({str(target)!r})"),
+        nbformat.v4.new_code_cell(f"one = grader.check({str(target)!r}, 'crossover')"),
+        nbformat.v4.new_code_cell("unsaved_answer = 41 + 1"),
+        nbformat.v4.new_code_cell(f"__session__ = {str(target)!r}\nfound = grader.check()"),
+    ])
+    NotebookClient(book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    said = ["".join(o.get("text", "") for o in cell.outputs) for cell in book.cells]
+    assert "PASS     batch-sweep" in said[0] and "PASS     crossover" in said[0] and "public checks only" in said[0]
+    assert "crossover" in said[1] and "batch-sweep" not in said[1]
+    assert said[3].startswith("save first: hw.ipynb on disk does not hold the cells you just ran")
+    assert "PASS     crossover" in said[3]
