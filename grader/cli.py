@@ -23,6 +23,7 @@ from grader.devices import DEVICES
 
 EXIT_OK = 0
 EXIT_UNSOUND = 1
+EXIT_FAILING = 1  # `check`: a public check fails, as test runners exit, so a class repository's CI can use it
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # as a shell reports a process ended by Ctrl-C
 
@@ -180,8 +181,9 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
         except KeyboardInterrupt:
             _echo("stopped watching")
             raise SystemExit(130) from None
-    result = grading.grade(submission, lesson_id, options)
-    _echo(render_text.result_text(result.to_dict()))
+    data = grading.grade(submission, lesson_id, options).to_dict()
+    _echo(render_text.result_text(data))
+    sys.exit(EXIT_OK if all(e["status"] == "passed" for e in data["exercises"]) else EXIT_FAILING)
 
 
 @main.command("release")
@@ -197,14 +199,12 @@ def release_cmd(lesson_id: str, out_dir: Path, per_student: bool, roster: Path |
     """Write the student notebook of a lesson (no reference code in it); with --variants, one per student."""
     from grader import handout, variants
 
-    if not per_student:
-        if roster or students:
-            raise GraderError("--roster and --student go with --variants (a notebook per student)")
-        _echo(str(handout.release(lesson_id, out_dir)))
+    if per_student or roster or students:
+        _echo(variants.release(lesson_id, out_dir, roster, students, per_student))
         return
-    written = variants.release(lesson_id, out_dir, roster, students)
-    _echo(f"{len(written)} notebooks in {out_dir}, each with its student's own numbers; {lesson_id} is now graded "
-          f"per student (recorded in {variants.record_path()})")
+    written = handout.release(lesson_id, out_dir)
+    _echo(f"{written}\nnext: hand it out; students self-check with `grader check {written.name}` (or "
+          "`import grader; grader.check()` in the notebook) before they submit")
 
 
 @main.command("validate")

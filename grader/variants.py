@@ -186,14 +186,16 @@ def own_options(lesson: lessons.Lesson, options: Options, student: str, secret: 
     return dataclasses.replace(options, variant=tuple(sorted(numbers.items()))) if numbers is not None else options
 
 
-def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[str, ...]) -> list[Path]:
+def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[str, ...], asked: bool = True) -> str:
     """`grader release LESSON --variants`: one handout per student (`<id>.ipynb`, the id a batch matches), and the
-    course's record that the lesson is graded per student."""
+    course's record that the lesson is graded per student; what was done, in words."""
     import nbformat
 
     from grader import layouts
     from grader import roster as class_list
 
+    if not asked:
+        raise GraderError("--roster and --student go with --variants (a notebook per student)")
     lesson = lessons.get(lesson_id)
     ids = [member.student for member in class_list.read(roster).members] if roster else []
     ids = list(dict.fromkeys(layouts.student_id(i) for i in [*ids, *students]))
@@ -205,5 +207,8 @@ def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[
                           "dot or a control character): fix it in the roster")
     enable(lesson)
     secret = seeds.course_secret()
-    return [files.write_text(Path(out_dir) / f"{student}.ipynb", nbformat.writes(student_handout(lesson, student, secret)))
-            for student in ids]
+    for student in ids:
+        files.write_text(Path(out_dir) / f"{student}.ipynb", nbformat.writes(student_handout(lesson, student, secret)))
+    return (f"{len(ids)} notebooks in {out_dir}, each with its student's own numbers; {lesson_id} is now graded per "
+            f"student (recorded in {record_path()})\nnext: hand each student their own; grade with `grader batch "
+            f"FOLDER --lesson {lesson_id} --roster ROSTER` as usual")

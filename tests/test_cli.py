@@ -106,7 +106,7 @@ def test_check_feedback_names_expected_and_got(tmp_path):
     path = tmp_path / "mine.ipynb"
     nbformat.write(notebook, str(path))
     result = run("check", str(path), "--cell-timeout", "20")
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # a public check fails: exit 1, as test runners do
     text = result.stdout
     assert "PASS     queue-hand-check" in text
     assert "FAIL     batch-collection" in text
@@ -122,7 +122,7 @@ def test_grade_json_dash_prints_one_document_and_check_reads_the_lesson_from_met
     assert data["status"] == "graded" and data["lesson"] == "inference-scaling" and data["score"] == 0.0
     assert [e["id"] for e in data["exercises"]] == ["batch-sweep", "crossover", "cache-product"]
     checked = run("check", str(released), "--cell-timeout", "20")
-    assert checked.exit_code == 0 and "for lesson inference-scaling" in checked.stdout
+    assert checked.exit_code == 1 and "for lesson inference-scaling" in checked.stdout  # nothing passes yet
 
 
 @pytest.mark.parametrize("command", ["grade", "check"])

@@ -175,3 +175,17 @@ def test_grader_check_inside_a_notebook_prints_the_public_verdicts(tmp_path):
     assert "crossover" in said[1] and "batch-sweep" not in said[1]
     assert said[3].startswith("save first: hw.ipynb on disk does not hold the cells you just ran")
     assert "PASS     crossover" in said[3]
+
+
+@pytest.mark.kernel
+def test_check_exits_1_when_a_public_check_fails_and_release_says_what_comes_next(tmp_path):
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    released = CliRunner().invoke(cli.main, ["release", "inference-scaling", "--out", str(tmp_path)])
+    assert released.exit_code == 0 and "next: hand it out" in released.output and "grader check" in released.output
+    bare = CliRunner().invoke(cli.main, ["check", str(tmp_path / "inference-scaling.ipynb")])
+    assert bare.exit_code == 1 and "0 of 3 exercises pass" in bare.output
+    done = CliRunner().invoke(cli.main, ["check", str(HERE.parent / "samples" / "inference-scaling" / "ada.ipynb")])
+    assert done.exit_code == 0 and "3 of 3 exercises pass" in done.output
