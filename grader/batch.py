@@ -232,6 +232,8 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
     try:
         latest = book.latest(lesson.id)
         absent = _absent(members, {r["student"] for r in latest}, lesson.id)
+        if plan.signing:  # graded before the course key existed: say so, and how to sign them
+            named["unsigned"] = sorted(s for s, data in book.recorded(lesson.id).items() if not data.get(sign.SIGNATURE))
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
         moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
         if moved is not None:

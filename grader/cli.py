@@ -51,8 +51,7 @@ def _echo(text: Any = "", err: bool = False) -> None:
 def _warn_sandbox(data: dict[str, Any]) -> None:
     box = data.get("sandbox") or {}
     if box.get("missing"):
-        _echo(f"grader: warning: isolation layers missing ({', '.join(box['missing'])}): {box.get('missing_reason')}",
-                   err=True)
+        _echo(f"grader: warning: isolation layers missing ({', '.join(box['missing'])}): {box.get('missing_reason')}", err=True)
 
 
 class _Interrupted(GraderError):
@@ -331,12 +330,13 @@ def cluster_certs_cmd(folder: Path) -> None:
 
 @main.command("verify")
 @click.argument("target", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--key", "key_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The course's public key (course.pub).")
-def verify_cmd(target: Path, key_path: Path) -> None:
+@click.option("--key", "key_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The course's public key (default: course.pub beside the course key, where there is one).")
+def verify_cmd(target: Path, key_path: Path | None) -> None:
     """Check a result JSON or a portfolio zip against the course's public key, offline."""
-    from grader import verify
+    from grader import sign, verify
 
+    key_path = key_path or sign.course_public_key_path()
     lines = verify.file(target, key_path)
     for line in lines:
         _echo(line.text())

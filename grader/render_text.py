@@ -107,7 +107,8 @@ def report_line(summary: Any) -> str:
     labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
               "failures": "grader failures (rerun to retry)", "missing": "on the roster, no submission",
               "outside": "not on the roster", "changed": "grades the regrade moved (changes.csv)",
-              "untrusted": "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds"}
+              "untrusted": "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds",
+              "unsigned": "recorded unsigned, before the course key (sign them: rerun with --regrade)"}
     for key, label in labels.items():
         names = summary.named.get(key, [])
         if names:

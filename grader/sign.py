@@ -74,6 +74,17 @@ def signing_key() -> Any:
                  "course key")
 
 
+def course_public_key_path() -> Path:
+    """`course.pub` beside the course key (`GRADER_KEY`'s folder, else the config folder), or one line saying to
+    pass --key."""
+    named = os.environ.get("GRADER_KEY")
+    path = (Path(named).parent if named else key_dir()) / PUBLIC_NAME
+    if not path.is_file():
+        raise KeyProblem(f"no course public key at {path}: pass --key course.pub (the course gives it to anyone who "
+                         "verifies)")
+    return path
+
+
 def public_key(path: Path) -> Any:
     """A course.pub file as a key."""
     from cryptography.hazmat.primitives import serialization

@@ -189,3 +189,30 @@ def test_check_exits_1_when_a_public_check_fails_and_release_says_what_comes_nex
     assert bare.exit_code == 1 and "0 of 3 exercises pass" in bare.output
     done = CliRunner().invoke(cli.main, ["check", str(HERE.parent / "samples" / "inference-scaling" / "ada.ipynb")])
     assert done.exit_code == 0 and "3 of 3 exercises pass" in done.output
+
+
+@pytest.mark.kernel
+def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the_key(tmp_path, monkeypatch):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from conftest import FAST
+    from grader import batch, cli, grading, render_text
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(HERE.parent / "samples" / "inference-scaling" / "ada.ipynb", folder / "ada.ipynb")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("GRADER_KEY", raising=False)
+    batch.run(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST), progress=False)
+    assert CliRunner().invoke(cli.main, ["keys", "init"]).exit_code == 0
+    again = batch.run(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST),
+                      progress=False)
+    assert again.skipped == 1
+    assert "recorded unsigned, before the course key (sign them: rerun with --regrade): ada" in \
+        render_text.report_line(again)
+    batch.run(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST),
+              progress=False, regrade=True)
+    checked = CliRunner().invoke(cli.main, ["verify", str(tmp_path / "out" / "results" / "ada.json")])  # no --key
+    assert checked.exit_code == 0 and checked.output.startswith("ada.json: intact")
