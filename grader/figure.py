@@ -293,8 +293,10 @@ def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> P
     # leave the compute bars invisible, so a wide spread gets a logarithmic axis (zero-height bars are not drawn).
     log = bool(positive) and max(positive) / min(positive) > LOG_SPREAD
     floor = 10.0 ** (math.floor(math.log10(min(positive))) - 1) if log else 0.0  # the shortest bar spans a decade
-    y = (_Scale(floor, tallest * 10.0, PANEL_HEIGHT - BOTTOM, TOP, margin=0.0, log10=True) if log else
-         _Scale(0.0, (tallest or 1.0) * 1.45, PANEL_HEIGHT - BOTTOM, TOP, margin=0.0))  # room for the legend above
+    # The legend (two columns) gets a band of its own above the tallest bar: it never covers one.
+    band = TOP + 6 + 8 + 16 * math.ceil(len(SIDES) * len(PERCENTILES) / 2) + 6
+    y = (_Scale(floor, tallest * 1.5, PANEL_HEIGHT - BOTTOM, band, margin=0.0, log10=True) if log else
+         _Scale(0.0, (tallest or 1.0) * 1.05, PANEL_HEIGHT - BOTTOM, band, margin=0.0))
     base = floor if log else 0.0
     x = _Scale(-0.5, len(components) - 0.5, LEFT, WIDTH - RIGHT, margin=0.0)
     slots = len(SIDES) * len(PERCENTILES)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import Any
 
 import jinja2
@@ -34,7 +35,14 @@ def environment() -> jinja2.Environment:
     env.filters["num"] = _num
     env.filters["points"] = points
     env.filters["plain"] = _plain_value
+    env.filters["ticks"] = ticks
     return env
+
+
+def ticks(text: Any) -> markupsafe.Markup:
+    """A message written for Markdown and terminals, for a page: escaped, then each `code span` as <code>."""
+    escaped = str(markupsafe.escape(str(text)))
+    return markupsafe.Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
 def points(value: Any) -> str:

@@ -216,3 +216,26 @@ def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the
               progress=False, regrade=True)
     checked = CliRunner().invoke(cli.main, ["verify", str(tmp_path / "out" / "results" / "ada.json")])  # no --key
     assert checked.exit_code == 0 and checked.output.startswith("ada.json: intact")
+
+
+@pytest.mark.parametrize("wait, total", [(3.0, 6.0), (2900.0, 3000.0)])  # a linear axis, and a log one
+def test_the_comparison_legend_stays_clear_of_every_bar(wait, total):
+    from grader import figure
+    from grader.evidence import Evidence
+
+    spec = lessons.get("dynamic-batching").figure
+    measured = {"wait": [wait] * 5, "compute": [2.0] * 5, "overhead": [1.0] * 5, "total": [total] * 5}
+    simulated = {"wait": [wait] * 5, "compute": [2.0] * 5, "overhead": [0.0] * 5, "total": [total] * 5}
+    data = {"measured": {"values": {"service_measured": measured}},
+            "simulated": {"values": {"service_simulated": simulated}}}
+    panel = figure.layout(Evidence.of(data), spec).panels[-1]
+    width, height = panel.key_box()
+    legend_bottom = panel.plot_top + 6 + height  # the box is drawn from 6 px below the top of the plot
+    legend_x = (panel.key_x(), panel.key_x() + width)
+    beneath = [b for b in panel.bars if b.x < legend_x[1] and b.x + b.width > legend_x[0]]
+    assert beneath and all(b.y >= legend_bottom for b in beneath), (legend_bottom, min(b.y for b in beneath))
+
+
+def test_messages_show_code_as_code_in_html_pages():
+    assert str(render.ticks("`fit_service(<list>)`: got `x`")) == \
+        "<code>fit_service(&lt;list&gt;)</code>: got <code>x</code>"
