@@ -160,6 +160,8 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     with _removed_if_refused(out):
         plan = replace(_plan(folder, lesson, out, jobs, options, scheduler, regrade, force),
                        tls=Path(tls) if tls else None)
+        if roster:  # kept beside the gradebook: an export finds it without --roster again
+            files.write_bytes(out / class_list.ROSTER_COPY, files.read_regular(roster, class_list.MAX_BYTES))
     counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
     named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": [],
                                    "untrusted": plan.untrusted}

@@ -142,7 +142,8 @@ def _recomputed(case: Case, answer: Answer, expression: str, prefix: str) -> Cas
     label = case.label()
     own = answer.own
     if own is None or own.raised is not None:
-        raised = own.raised.type if own and own.raised else "nothing"
+        raised = (f"{own.raised.type}: {readable(own.raised.message)}".rstrip(": ") if own and own.raised
+                  else "nothing")
         return CaseVerdict(label, case.hidden, "failed",
                            f"{prefix}: recomputing it from your own functions raised {raised} ({expression})")
     problem = compare(answer.value, own.value, case)

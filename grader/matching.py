@@ -120,10 +120,16 @@ def compare(actual: Any, expected: Any, case: Case, decimals: Any = None, where:
     if isinstance(actual, (list, tuple)) and got.ndim >= 2 and not where:
         # several returned values (a tuple of arrays): name the one that differs, then the position in it
         named = case.columns[first[0] + 1] if len(case.columns) == got.shape[0] + 1 else ""
-        which = f"returned value {first[0] + 1} of {got.shape[0]}" + (f" ({named})" if named else "")
+        which = f"the {_ordinal(first[0])} of {got.shape[0]} returned values" + (f" ({named})" if named else "")
         position = ", ".join(map(str, first[1:]))
-        return Mismatch(f"{which}, position [{position}]", f"{show(got[first])} in {show(got[first[0]], 100)}",
+        return Mismatch(f"{which}, at index [{position}]", f"{show(got[first])} in {show(got[first[0]], 100)}",
                         show(want[first]))
     index = "[" + ", ".join(map(str, first)) + "]"
     return Mismatch(f"{where}{index}" if where else f"position {index}", f"{show(got[first])} in {show(actual, 100)}",
                     show(want[first]))
+
+
+def _ordinal(index: int) -> str:
+    """`first`, `second`, ... for a position counted from 0 (a word, so it never reads as an index)."""
+    words = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+    return words[index] if index < len(words) else f"{index + 1}th"

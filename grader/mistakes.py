@@ -2,8 +2,8 @@
 
 A student's result gives, per exercise that did not pass, each failed or
 errored case as a mistake: its exercise, its outcome, its input (a public
-case by its call, every hidden case as one kind, since each student's hidden
-inputs differ) and what went wrong with its numbers folded, which is what
+case by its call; the hidden cases of one outcome as one mistake, the first
+one's, since each student's hidden inputs differ and one bug fails many) and what went wrong with its numbers folded, which is what
 groups it with others; the message itself is kept as the student saw it, numbers and all, as
 the group's example. An exercise that could not be judged case by case (a
 name missing, a timeout) is one mistake of its own.
@@ -46,11 +46,13 @@ def of_result(data: dict[str, Any]) -> list[dict[str, str]]:
                           "key": folded(message), "message": message})
             continue
         seen: set[tuple[str, str, str]] = set()
+        hidden: set[str] = set()
         for case in cases:
             where = "hidden cases" if case.get("hidden") else str(case.get("label", ""))
             key = (case["outcome"], where, folded(_detail(case)))
-            if key in seen:
-                continue
+            if key in seen or where == "hidden cases" and case["outcome"] in hidden:
+                continue  # a student's hidden cases of one outcome are one mistake: one bug, many draws
+            hidden |= {case["outcome"]} if where == "hidden cases" else set()
             seen.add(key)
             found.append({"exercise": exercise["id"], "outcome": key[0], "input": where, "key": key[2],
                           "message": str(case.get("message") or "")})

@@ -176,7 +176,9 @@ def export(fmt: str, batch_dir: str | Path, out: str | Path | None = None, lesso
             files.write_text(target / data["student"] / "results.json", json.dumps(prairielearn_results(data), indent=2))
         return target
     if fmt == "canvas":
-        return _canvas(results, lesson_id, target, roster, assignment, assignment_id)
+        kept = batch_dir / class_list.ROSTER_COPY
+        return _canvas(results, lesson_id, target, roster if roster is not None or not kept.is_file() else kept,
+                       assignment, assignment_id)
     raise GraderError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
@@ -185,10 +187,14 @@ def describe(fmt: str, target: Path) -> str:
     if fmt == "canvas":
         rows = list(csv.reader(io.StringIO((target / "gradebook.csv").read_text(encoding="utf-8"))))
         scored = sum(1 for row in rows[2:] if row[-1].strip())
+        unscored = [f"{row[0]} ({row[1]})" if row[0] else row[1] for row in rows[2:] if not row[-1].strip()]
         with zipfile.ZipFile(target / "comments.zip") as bundle:
             comments = len(bundle.namelist())
         return (f"{target / 'gradebook.csv'}: column {rows[0][-1]!r}, {scored} of {len(rows) - 2} students scored "
-                f"(Canvas: Grades > Import)\n{target / 'comments.zip'}: {comments} feedback files named as Canvas's "
+                "(Canvas: Grades > Import)"
+                + (f"; left blank (no graded submission): {', '.join(unscored[:20])}" if unscored else "")
+                + (f" and {len(unscored) - 20} more" if len(unscored) > 20 else "")
+                + f"\n{target / 'comments.zip'}: {comments} feedback files named as Canvas's "
                 "bulk download names them (Canvas: the assignment's bulk upload of submission comments)")
     if fmt == "prairielearn":
         written = sorted(target.glob("*/results.json"))

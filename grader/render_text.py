@@ -109,6 +109,8 @@ def report_line(summary: Any) -> str:
               "outside": "not on the roster", "changed": "grades the regrade moved (changes.csv)",
               "untrusted": "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds",
               "unsigned": "recorded unsigned, before the course key (sign them: rerun with --regrade)"}
+    if "changed" in summary.named and not summary.named["changed"]:
+        line += "\n  the regrade moved no grade: every recorded grade stands (changes.csv is empty)"
     for key, label in labels.items():
         names = summary.named.get(key, [])
         if names:

@@ -283,8 +283,9 @@ class Report:
 
     def summary(self) -> str:
         """One line for the terminal: how many were compared and which pairs are flagged for review."""
-        flagged = [p for kind in (self.code, self.prose) for p in kind if p.flagged]
-        shown = ", ".join(f"{' & '.join(p.students)} ({p.score})" for p in flagged[:10])
+        flagged = [(p, name) for kind, name in ((self.code, "code"), (self.prose, "explanations")) for p in kind
+                   if p.flagged]
+        shown = ", ".join(f"{' & '.join(p.students)} ({name} {p.score})" for p, name in flagged[:10])
         return (f"{len(self.students)} notebooks compared; {len(flagged)} pair(s) flagged for review above "
                 f"{self.threshold}" + (f": {shown}" if shown else "") + (" and more" if len(flagged) > 10 else ""))
 

@@ -172,8 +172,8 @@ def test_a_mismatch_in_returned_arrays_names_the_value_and_the_position():
                                 "columns": ["arrival (ms)", "start (ms)", "finish (ms)", "response (ms)"]})
     got = [np.array([0.0, 2.0, 4.0]), np.array([2.0, 4.0, 7.0]), np.array([2.0, 3.0, 2.0])]
     mismatch = matching.compare(got, [[0, 2, 4], [2, 4, 6], [2, 3, 2]], c)
-    assert mismatch.where == "returned value 2 of 3 (finish (ms)), position [2]"
-    assert mismatch.public().startswith("expected 6.0 for returned value 2 of 3 (finish (ms)), position [2], got 7.0")
+    assert mismatch.where == "the second of 3 returned values (finish (ms)), at index [2]"
+    assert mismatch.public().startswith("expected 6.0 for the second of 3 returned values (finish (ms)), at index [2], got 7.0")
 
 
 def test_a_hidden_input_is_shown_in_a_form_that_pastes():

@@ -16,7 +16,7 @@ def test_several_returned_values_name_the_one_that_differs():
     c = case(columns=["arrivals", "start", "finish"])
     got = [np.array([0.0, 1.0]), np.array([0.0, 2.5])]
     mismatch = matching.compare(got, [[0.0, 1.0], [0.0, 2.0]], c)
-    assert mismatch.where == "returned value 2 of 2 (finish), position [1]"
+    assert mismatch.where == "the second of 2 returned values (finish), at index [1]"
     assert mismatch.got.startswith("2.5 in") and mismatch.want == "2.0"
 
 

@@ -239,3 +239,68 @@ def test_the_comparison_legend_stays_clear_of_every_bar(wait, total):
 def test_messages_show_code_as_code_in_html_pages():
     assert str(render.ticks("`fit_service(<list>)`: got `x`")) == \
         "<code>fit_service(&lt;list&gt;)</code>: got <code>x</code>"
+
+
+def test_a_recomputation_that_raised_says_what_it_raised_and_one_message_counts_one_way():
+    import numpy as np
+
+    from grader import judge, matching
+    from grader.decoded import Answer, Own, Raised
+    from grader.lessons import Case
+
+    case = Case(name="predicted", mode="value", recompute="latency_summary(x)")
+    answer = Answer(value=1.0, own=Own(raised=Raised("TypeError", False, "'NoneType' object is not subscriptable")))
+    verdict = judge._recomputed(case, answer, "latency_summary(x)", "`predicted`")
+    assert "raised TypeError: 'NoneType' object is not subscriptable" in verdict.message
+    three = Case(name="simulate_queue", mode="call", columns=("", "start (ms)", "finish (ms)", "latency (ms)"))
+    got = [np.array([0.0, 2.0]), np.array([2.0, 5.0]), np.array([2.0, 3.0])]
+    want = [np.array([0.0, 2.0]), np.array([2.0, 4.0]), np.array([2.0, 3.0])]
+    where = matching.compare(got, want, three).where
+    assert where == "the second of 3 returned values (finish (ms)), at index [1]"  # a word, then an index
+
+
+def test_one_students_bug_over_many_hidden_cases_is_one_mistake_and_a_quiet_regrade_says_so():
+    from grader import batch, mistakes, render_text
+
+    messages = [f"hidden case `simulate_queue({i})`: the {word} of 3 returned values ({name}), at index [{i}] differs"
+                for i, (word, name) in enumerate([("first", "start"), ("second", "finish"), ("third", "latency"),
+                                                   ("first", "start"), ("second", "finish"), ("third", "latency")])]
+    cases = [{"label": f"`simulate_queue({i})`", "hidden": True, "outcome": "failed", "message": m}
+             for i, m in enumerate(messages)]
+    found = mistakes.of_result({"exercises": [{"id": "burst", "status": "failed", "cases": cases, "messages": []}]})
+    assert len(found) == 1 and found[0]["input"] == "hidden cases" and found[0]["message"] == messages[0]
+    quiet = batch.Summary(total=2, skipped=0, named={"changed": []})
+    assert "the regrade moved no grade" in render_text.report_line(quiet)
+    assert "moved no grade" not in render_text.report_line(batch.Summary(total=2, skipped=0))
+
+
+def test_the_similarity_summary_says_which_kind_each_pair_is():
+    from test_similarity import _class
+
+    report = similarity.analyse(_class(), handout.scaffold(lessons.get("inference-scaling")))
+    line = report.summary()
+    assert "copy1 & orig (code 1.0)" in line
+
+
+@pytest.mark.kernel
+def test_a_canvas_export_reuses_the_batchs_roster_and_names_whom_it_left_blank(tmp_path):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(HERE.parent / "samples" / "inference-scaling" / "ada.ipynb", folder / "ada.ipynb")
+    roster = tmp_path / "canvas.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Lab 2 (77)\n"
+                      "    Points Possible,,,,,3\n\"Lovelace, Ada\",ada,,,A,\n\"Hacker, Alyssa\",alyssa,,,A,\n")
+    out = tmp_path / "out"
+    done = CliRunner().invoke(cli.main, ["batch", str(folder), "--lesson", "inference-scaling", "--out", str(out),
+                                         "--roster", str(roster), "--jobs", "1"])
+    assert done.exit_code == 0, done.output
+    exported = CliRunner().invoke(cli.main, ["export", "canvas", str(out)])  # no --roster: the batch kept it
+    assert exported.exit_code == 0, exported.output
+    assert "1 of 2 students scored" in exported.output
+    assert "left blank (no graded submission): Hacker, Alyssa (alyssa)" in exported.output
