@@ -134,7 +134,9 @@ def _case_verdict(case: Case, answer: Answer, expect: Expectation,
     problem = compare(answer.value, expect.value, case)
     if problem is None:
         return CaseVerdict(label, case.hidden, "passed")
-    return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()))
+    hint = f" ({case.hint})" if case.hint else ""  # the mistake the lesson warns about, where it names one
+    return CaseVerdict(label, case.hidden, "failed",
+                       f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()) + hint)
 
 
 def _recomputed(case: Case, answer: Answer, expression: str, prefix: str) -> CaseVerdict:

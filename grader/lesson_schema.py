@@ -26,7 +26,7 @@ CASE = _table({
     "expect": _VALUE, "expect_none": {"type": "boolean"}, "raises": _TEXT,
     "decimals": {"anyOf": [{"type": "integer"}, {"type": "object", "additionalProperties": {"type": "integer"}}]},
     "rtol": _NUMBER, "atol": _NUMBER, "accepts": {"type": "boolean"}, "property": _TEXT,
-    "columns": _TEXTS, "note": _TEXT, "reference": _TEXT, "recompute": _TEXT, "varies": {"type": "boolean"},
+    "columns": _TEXTS, "note": _TEXT, "reference": _TEXT, "recompute": _TEXT, "varies": {"type": "boolean"}, "hint": _TEXT,
 })
 CASE["oneOf"] = [{"required": ["call"]}, {"required": ["value"]}]
 

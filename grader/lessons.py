@@ -103,6 +103,8 @@ class Case:
     """The reference function whose answer on `args` is expected (default: the reference's own `name`)."""
     shown: str = ""
     """The label as first written, kept when kernel arguments are replaced by their values."""
+    hint: str = ""
+    """Said beside a wrong answer to this case: the mistake the lesson warns about (`hint`)."""
     varies: bool = False
     """Its stated figure is the seed's; under a student's own numbers (variants) the reference computes it."""
     recompute: str = ""
@@ -316,6 +318,7 @@ def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
         accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
         columns=tuple(spec.get("columns", ())), note=str(spec.get("note", "")),
         reference=spec.get("reference"), recompute=str(spec.get("recompute", "")), varies=bool(spec.get("varies")),
+        hint=str(spec.get("hint", "")),
     )
 
 
@@ -349,7 +352,8 @@ def _show(value: Any) -> str:
     if isinstance(value, list) and len(value) > PASTE_ITEMS:
         return f"<list of {len(value)}>"
     text = repr(value)
-    if len(text) > 4 * PASTE_ITEMS and isinstance(value, (list, dict)):
+    records = isinstance(value, list) and all(isinstance(item, dict) for item in value)
+    if len(text) > (40 if records else 4) * PASTE_ITEMS and isinstance(value, (list, dict)):  # a few records: whole
         if isinstance(value, dict):
             return f"<dict of {len(value)} keys>"
         kinds = "/".join(sorted({type(item).__name__ for item in value}))

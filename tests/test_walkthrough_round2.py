@@ -304,3 +304,13 @@ def test_a_canvas_export_reuses_the_batchs_roster_and_names_whom_it_left_blank(t
     assert exported.exit_code == 0, exported.output
     assert "1 of 2 students scored" in exported.output
     assert "left blank (no graded submission): Hacker, Alyssa (alyssa)" in exported.output
+
+
+@pytest.mark.kernel
+def test_a_per_record_fit_is_shown_its_input_whole_and_told_the_mistake(graded):
+    result = graded.patch("dynamic-batching", "fit-per-record")
+    fit = next(e for e in result["exercises"] if e["id"] == "service-fit")
+    public = next(m for m in fit["messages"] if m.startswith("`fit_service("))
+    assert fit["status"] == "failed" and "<list of" not in public
+    assert public.startswith("`fit_service([{'id': 0, 'batch_id': 0, 'batch_size': 1")  # pasteable: the records
+    assert public.endswith("(one point per batch, not one per record: a batch of four records is still one batch time)")
