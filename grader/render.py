@@ -341,8 +341,10 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "late": [r["student"] for r in results if r.get("late")],
             "regraded": changes is not None, "changes": list(changes or []),
             "similar": None if similar is None else _similar(similar),
+            "exercise_ids": [ex.id for ex in lesson.exercises],
             "students": [{"student": r["student"], "name": r.get("name") or "", "status": r["status"], "score": r.get("score", 0),
-                          "max_score": r.get("max_score", max_score), "error": r.get("error")} for r in results]}
+                          "max_score": r.get("max_score", max_score), "error": r.get("error"),
+                          "by_exercise": {e["id"]: e["status"] for e in r.get("exercises") or []}} for r in results]}
 
 
 DASHBOARD_PAIRS = 50

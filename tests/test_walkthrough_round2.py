@@ -314,3 +314,16 @@ def test_a_per_record_fit_is_shown_its_input_whole_and_told_the_mistake(graded):
     assert fit["status"] == "failed" and "<list of" not in public
     assert public.startswith("`fit_service([{'id': 0, 'batch_id': 0, 'batch_size': 1")  # pasteable: the records
     assert public.endswith("(one point per batch, not one per record: a batch of four records is still one batch time)")
+
+
+def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(graded):
+    from grader import record
+
+    lesson = lessons.get("inference-scaling")
+    ada = dict(record.summary(graded.solution("inference-scaling")), student="ada")
+    page = render.dashboard_html([ada], lesson)
+    table = page.split('<table class="by-exercise">')[1].split("</table>")[0]
+    for exercise in lesson.exercises:
+        assert f"<th title=\"{exercise.id}\">{exercise.id}</th>" in table
+    assert table.count('<td class="passed">pass</td>') == len(lesson.exercises)
+    assert "overflow-wrap:anywhere" in page  # a wide value wraps inside its cell instead of widening the page
