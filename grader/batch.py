@@ -57,6 +57,8 @@ class Summary:
     """The layout the class arrived in (see layouts.LAYOUTS)."""
     ignored: tuple[str, ...] = ()
     """Files that are not submissions, and files that do not fit the layout (with why)."""
+    names: dict[str, str] = field(default_factory=dict)
+    """Each student's name where the roster or the layout gives one (shown beside the id)."""
 
 
 def _die_with_parent() -> None:
@@ -198,7 +200,9 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(plan.signing))
     return Summary(total=len(entries), skipped=plan.skipped, counts=counts, seconds=time.monotonic() - began,
                    peak_mb=peak, named=named, layout=plan.found.layout,
-                   ignored=plan.found.ignored + plan.found.unread)
+                   ignored=plan.found.ignored + plan.found.unread,
+                   names={e.student: e.name for e in plan.found.entries if e.name}
+                   | {m.student: m.name for m in (members.members if members else ()) if m.name})
 
 
 def _sorted(found: tuple[layouts.Entry, ...], book: record.Gradebook, lesson_id: str,
@@ -238,13 +242,13 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
             named["unsigned"] = sorted(s for s, data in book.recorded(lesson.id).items() if not data.get(sign.SIGNATURE))
         record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
         moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
+        names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
         if moved is not None:
-            regrades.write_csv(moved, out / "changes.csv")
+            regrades.write_csv(moved, out / "changes.csv", names)
             named["changed"] = [change.line() for change in moved]
             if complete and not named["failures"]:
                 book.finish_regrade(lesson.id)
         similar = similarity.of_batch(out, lesson)
-        names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
         files.write_text(out / "similarity.html", render_similarity.similarity_html(similar, lesson, names))
         files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent, moved, similar))
     finally:

@@ -122,10 +122,12 @@ def changes(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[Change]:
     return moved
 
 
-def write_csv(moved: list[Change], path: str | Path) -> None:
-    """`changes.csv`: one row per student whose grade a regrade moved (beside `grades.csv`)."""
-    rows: list[list[Any]] = [["student", "before", "after", "max_score", "exercises changed", "digests changed",
+def write_csv(moved: list[Change], path: str | Path, names: dict[str, str] | None = None) -> None:
+    """`changes.csv`: one row per student whose grade a regrade moved (beside `grades.csv`), with their name where
+    the roster gives one."""
+    names = names or {}
+    rows: list[list[Any]] = [["student", "name", "before", "after", "max_score", "exercises changed", "digests changed",
                               "graded before", "graded after"]]
-    rows += [[c.student, _score(c.before), _score(c.after), c.max_score, "; ".join(c.exercises), ", ".join(c.digests),
-              c.graded_before, c.graded_after] for c in moved]
+    rows += [[c.student, names.get(c.student, ""), _score(c.before), _score(c.after), c.max_score,
+              "; ".join(c.exercises), ", ".join(c.digests), c.graded_before, c.graded_after] for c in moved]
     files.write_text(path, escape.csv_text(rows))

@@ -17,6 +17,7 @@ import jinja2
 import markupsafe
 
 from grader import escape, figure, lessons, mistakes
+from grader import roster as class_list
 from grader.decoded import Opaque
 from grader.evidence import Evidence, Shown
 from grader.errors import LessonError
@@ -363,12 +364,8 @@ def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict
     pairs of similar work flagged for review (similarity.Report), where it was computed."""
     data = dashboard_data(results, lesson, absent, changes, similar)
     names = {r["student"]: r.get("name") for r in [*results, *absent] if r.get("name")}
-    return environment().get_template("dashboard.html.j2").render(d=data, who=lambda student: who(names, student))
+    return environment().get_template("dashboard.html.j2").render(d=data, who=lambda student: class_list.who(names, student))
 
-
-def who(names: dict[str, str], student: Any) -> str:
-    """A student as people know them: `Name (id)` where the roster or the platform gives a name, else the id."""
-    return f"{names[student]} ({student})" if names.get(student) else str(student)
 
 
 def portfolio_index(students: list[str], entries: list[dict[str, Any]], keys: list[str] | None = None) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.render import environment, who
+from grader.render import environment
+from grader.roster import who
 
 CONTEXT_LINES = 2
 """Lines shown around each matching fragment of a flagged pair."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from grader import escape
 from grader.render import points
+from grader.roster import who
 
 MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
 LEGEND = ("PASS every case matched · FAIL an answer differs (shown above) · ERROR your code raised, or a cell "
@@ -114,7 +115,8 @@ def report_line(summary: Any) -> str:
     for key, label in labels.items():
         names = summary.named.get(key, [])
         if names:
-            shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+            people = names if key == "changed" else [who(getattr(summary, "names", {}), n) for n in names]
+            shown = ", ".join(people[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
             line += f"\n  {label}: {shown}"
     return line
 

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader import files
 from grader.errors import GraderError
@@ -112,3 +113,8 @@ def read(path: str | Path) -> Roster:
     if not members:
         raise GraderError(f"the roster {path} names no students")
     return Roster(members)
+
+
+def who(names: dict[str, str], student: Any) -> str:
+    """A student as people know them: `Name (id)` where the roster or the platform gives a name, else the id."""
+    return f"{names[student]} ({student})" if names.get(student) else str(student)

@@ -60,7 +60,9 @@ def whose(data: Any) -> str:
 
     score = (f"score {num(data.get('score'))}/{num(data.get('max_score'))}"
              if data.get("status") == "graded" else f"{data.get('status')}")
-    return f"student {data.get('student')}, lesson {data.get('lesson')}, {score}, graded {data.get('graded_at')}"
+    arrived = data.get("submitted_as") if isinstance(data.get("submitted_as"), dict) else {}
+    name = f" ({arrived['name']})" if isinstance(arrived.get("name"), str) and arrived.get("name") else ""
+    return f"student {data.get('student')}{name}, lesson {data.get('lesson')}, {score}, graded {data.get('graded_at')}"
 
 
 def _parse(name: str, body: bytes) -> tuple[Any, Line | None]:

@@ -327,3 +327,23 @@ def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(grade
         assert f"<th title=\"{exercise.id}\">{exercise.id}</th>" in table
     assert table.count('<td class="passed">pass</td>') == len(lesson.exercises)
     assert "overflow-wrap:anywhere" in page  # a wide value wraps inside its cell instead of widening the page
+
+
+def test_names_reach_the_batch_summary_changes_csv_and_verify(tmp_path):
+    import csv
+
+    from grader import batch, regrade, render_text, verify
+
+    summary = batch.Summary(total=2, skipped=0, named={"rejected": ["1002"], "missing": ["1007"]},
+                            names={"1002": "Bitdiddle, Ben", "1007": "Hacker, Alyssa"})
+    line = render_text.report_line(summary)
+    assert "rejected: Bitdiddle, Ben (1002)" in line and "no submission: Hacker, Alyssa (1007)" in line
+    before = {"student": "1002", "status": "graded", "score": 1.0, "max_score": 3.0, "exercises": [], "digests": {},
+              "graded_at": "a"}
+    moved = regrade.changes([(before, dict(before, score=2.0, graded_at="b"))])
+    regrade.write_csv(moved, tmp_path / "changes.csv", {"1002": "Bitdiddle, Ben"})
+    with open(tmp_path / "changes.csv", newline="") as handle:
+        (row,) = csv.DictReader(handle)
+    assert (row["student"], row["name"]) == ("1002", "Bitdiddle, Ben")
+    assert verify.whose({"student": "1002", "submitted_as": {"name": "Bitdiddle, Ben"}, "status": "graded",
+                         "score": 2.0, "max_score": 3.0}).startswith("student 1002 (Bitdiddle, Ben), lesson")
