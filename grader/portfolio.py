@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import files, finish, grading, record, render, sign
+from grader import roster as class_list
 from grader.errors import GraderError
 
 MAX_MEMBERS = 1000
@@ -77,7 +78,9 @@ def _entry(source: Path, lesson_id: str | None) -> Entry:
 
 def index_html(entries: list[Entry]) -> str:
     """The portfolio's index page, from the results alone (so a verifier can rebuild it and compare)."""
-    students = sorted({str(e.data.get("student")) for e in entries})
+    students = sorted({class_list.who({e.data.get("student"): (e.data.get("submitted_as") or {}).get("name")
+                                       if isinstance(e.data.get("submitted_as"), dict) else ""},
+                                      str(e.data.get("student"))) for e in entries})
     stamps = sorted({(e.data.get(sign.SIGNATURE) or {}).get("key", "") for e in entries} - {""})
     return render.portfolio_index(students, [{"folder": e.folder, "data": e.data, "has_notebook": e.notebook is not None}
                                              for e in entries], stamps)

@@ -21,13 +21,15 @@ def result_text(result: dict[str, Any]) -> str:
     """A result for the terminal, the same for `grade`, `check` and a batch's students: the score, each
     exercise with what to fix, the notes, and what the statuses mean."""
     check = result.get("mode") == "check"
+    arrived = result.get("submitted_as") if isinstance(result.get("submitted_as"), dict) else {}
+    student = who({result.get("student"): arrived.get("name")}, result.get("student")) if result.get("student") else ""
     if result.get("status") != "graded":
-        who = " · ".join(str(x) for x in (result.get("student"), result.get("lesson")) if x)
-        return f"{who}: not graded: {result.get('error') or 'no reason was recorded'}"
+        whose = " · ".join(str(x) for x in (student, result.get("lesson")) if x)
+        return f"{whose}: not graded: {result.get('error') or 'no reason was recorded'}"
     if check:
         head = f"Self-check of {result.get('submission')} for lesson {result['lesson']} (public checks only)"
     else:
-        head = (f"{result['student']} · {result['lesson']}: {points(result['score'])} / {points(result['max_score'])}"
+        head = (f"{student} · {result['lesson']}: {points(result['score'])} / {points(result['max_score'])}"
                 f" (seed {result.get('seed')}, hash seed {result.get('hash_seed')})")
     lines = [head, ""]
     lines += [f"note: {note}" for note in result.get("notes", [])]

@@ -347,3 +347,13 @@ def test_names_reach_the_batch_summary_changes_csv_and_verify(tmp_path):
     assert (row["student"], row["name"]) == ("1002", "Bitdiddle, Ben")
     assert verify.whose({"student": "1002", "submitted_as": {"name": "Bitdiddle, Ben"}, "status": "graded",
                          "score": 2.0, "max_score": 3.0}).startswith("student 1002 (Bitdiddle, Ben), lesson")
+
+
+def test_a_comment_and_a_portfolio_name_the_student():
+    from grader import portfolio, render_text
+
+    rejected = {"status": "rejected", "student": "1002", "lesson": "inference-scaling", "error": "two files",
+                "submitted_as": {"name": "Bitdiddle, Ben"}}
+    assert render_text.result_text(rejected).startswith("Bitdiddle, Ben (1002) · inference-scaling: not graded")
+    entry = portfolio.Entry("inference-scaling", dict(rejected, score=0.0, max_score=3.0), "", "", "", None)
+    assert "Evidence portfolio · Bitdiddle, Ben (1002)" in portfolio.index_html([entry])
