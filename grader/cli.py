@@ -1,5 +1,5 @@
-"""Command line: grade, check, release, validate, build-solution, batch, similarity, export, portfolio, keys,
-verify (and the hidden gradescope-run). Each command calls one library function and one renderer, importing only
+"""Command line: grade, check, release, validate, new, build-solution, batch, similarity, export, portfolio, keys,
+cluster, verify (and the hidden gradescope-run). Each command calls one library function and one renderer, importing only
 what it uses (`batch` starts its kernel template before the grading machinery, so the two overlap). User errors
 are caught in one place, the group's `invoke`: a `GraderError` is one stderr line and exit 2, Ctrl-C one line
 and exit 130; anything else is a grader bug and keeps its traceback.
@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from grader import escape, layouts
-from grader.errors import GraderError, SubmissionRejected
+from grader.errors import GraderError
 from grader.limits import Limits
 from grader.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.devices import DEVICES
@@ -26,7 +26,6 @@ EXIT_UNSOUND = 1
 EXIT_FAILING = 1  # `check`: a public check fails, as test runners exit, so a class repository's CI can use it
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # as a shell reports a process ended by Ctrl-C
-
 _FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
 _SECONDS = click.FloatRange(min=0, min_open=True)
 
@@ -68,8 +67,7 @@ class _Main(click.Group):
             # Leave at once: every record is already on disk, workers and kernels die with this process
             # (PDEATHSIG, bwrap --die-with-parent), and an orderly exit could wait on a pool's threads.
             _echo(f"\ngrader: {err}", err=True)
-            sys.stdout.flush()
-            sys.stderr.flush()
+            sys.stdout.flush(), sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
         except KeyboardInterrupt:
             _echo("\ngrader: interrupted", err=True)
@@ -202,18 +200,18 @@ def release_cmd(lesson_id: str, out_dir: Path, per_student: bool, roster: Path |
         _echo(variants.release(lesson_id, out_dir, roster, students, per_student))
         return
     written = handout.release(lesson_id, out_dir)
-    _echo(f"{written}\nnext: hand it out; students self-check with `grader check {written.name}` (or "
-          "`import grader; grader.check()` in the notebook) before they submit")
+    _echo(f"{written}\nnext: hand it out; students self-check with `grader check {written.name}` (or grader.check())")
 
 
 @main.command("validate")
 @click.argument("lesson_id")
+@click.option("--draws", type=click.IntRange(0, 1000), default=0, help="Ask the reference N more hidden draws.")
 @_sandbox_options
-def validate_cmd(lesson_id: str, **flags: Any) -> None:
+def validate_cmd(lesson_id: str, draws: int, **flags: Any) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
     from grader import render_text, validate
 
-    outcome = validate.validate(lesson_id, _options(**flags))
+    outcome = validate.validate(lesson_id, _options(**flags), draws=draws)
     _echo(render_text.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
 
@@ -292,8 +290,7 @@ def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | No
 
     unsigned = portfolio.build(list(sources), out_file, lesson_id)
     if unsigned:
-        _echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them",
-                   err=True)
+        _echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them", err=True)
     _echo(str(out_file))
 
 
@@ -306,8 +303,7 @@ def keys_group() -> None:
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
               help="Where to make course.key and course.pub (default: your config folder).")
 def keys_init_cmd(folder: Path | None) -> None:
-    """Make a new course key pair (Ed25519) and the course secret hidden cases are drawn from; an existing key or
-    secret is never overwritten."""
+    """Make the course key pair (Ed25519) and the course secret; an existing one is never overwritten."""
     from grader import seeds
 
     _echo("\n".join(seeds.init_course(folder)))
@@ -324,8 +320,7 @@ def cluster_certs_cmd(folder: Path) -> None:
     """Make the course CA and the scheduler's, workers' and client's certificates in FOLDER."""
     from grader import certs
 
-    _echo("\n".join(str(path) for path in certs.make(folder)) + f"\nthe CA's key: {folder / certs.CA_KEY} "
-          "(keep it off the workers; needed only to make more certificates)")
+    _echo("\n".join(map(str, certs.make(folder))) + f"\nthe CA's key: {folder / certs.CA_KEY} (keep it off the workers)")
 
 
 @main.command("verify")
@@ -343,18 +338,23 @@ def verify_cmd(target: Path, key_path: Path | None) -> None:
     sys.exit(EXIT_OK if all(line.ok for line in lines) else EXIT_UNSOUND)
 
 
-@main.command("build-solution", hidden=True)
+@main.command("new")
+@click.argument("lesson_id")
+@click.option("--exercise", "exercises", multiple=True, help="An exercise id (repeatable; default first-exercise).")
+def new_cmd(lesson_id: str, exercises: tuple[str, ...]) -> None:
+    """Start a lesson: its files with one worked exercise per id, valid as written (docs/authoring.md)."""
+    from grader import new_lesson
+
+    _echo("\n".join(map(str, new_lesson.create(lesson_id, exercises))) + f"\nnext: grader validate {lesson_id}")
+
+
+@main.command("build-solution")
 @click.argument("lesson_id")
 def build_solution_cmd(lesson_id: str) -> None:
     """Instructors: regenerate solutions/<id>/solution.ipynb from the scaffold and answers.py."""
-    import nbformat
+    from grader import new_lesson
 
-    from grader import files, handout, lessons
-
-    lesson = lessons.get(lesson_id)
-    target = lesson.solutions / "solution.ipynb"
-    files.write_text(target, nbformat.writes(handout.solution_notebook(lesson)))
-    _echo(str(target))
+    _echo(str(new_lesson.build_solution(lesson_id)))
 
 
 @main.command("export")
@@ -396,5 +396,5 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
               + (f"; not held: {', '.join(box['missing'])}" if box.get("missing") else ""), err=True)
 
 
-__all__ = ["main", "SubmissionRejected"]
+__all__ = ["main"]
 

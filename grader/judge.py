@@ -279,6 +279,8 @@ def _share(verdicts: list[CaseVerdict]) -> str:
     counted = [v for v in verdicts if v.outcome != "excused"]
     passed = sum(v.outcome == "passed" for v in counted)
     public = [v for v in counted if not v.hidden]
+    if len(public) == len(counted):
+        return f"{passed} of {len(counted)} cases passed"
     return (f"{passed} of {len(counted)} cases passed ({sum(v.outcome == 'passed' for v in public)} of {len(public)} "
             f"public, {passed - sum(v.outcome == 'passed' for v in public)} of {len(counted) - len(public)} hidden)")
 
@@ -288,4 +290,6 @@ def _passed_line(cases: list[Case], excused: dict[int, str]) -> str:
     if excused:
         return (f"{len(cases) - len(excused)} of {len(cases)} cases passed ({public} public, "
                 f"{len(cases) - public} hidden); {len(excused)} could not be compared on this run")
+    if public == len(cases):  # a self-check, or a lesson without hidden cases: no "0 hidden"
+        return f"all {len(cases)} cases passed"
     return f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"

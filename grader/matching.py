@@ -106,7 +106,7 @@ def compare(actual: Any, expected: Any, case: Case, decimals: Any = None, where:
         return Mismatch(where, show(actual, 60) + (" (too large for a float)" if _overflows(actual) else ""),
                         show(expected) if want.ndim == 0 else "numbers")
     if got.shape != want.shape:
-        return Mismatch(where, f"shape {list(got.shape)}: {show(actual, 60)}", f"shape {list(want.shape)}")
+        return Mismatch(where, f"shape {list(got.shape)}: {show(actual, 60)}", f"shape {list(want.shape)}: {show(expected, 60)}")
     if isinstance(decimals, int) and not isinstance(decimals, bool):
         ok = np.abs(got - want) <= 0.5 * 10.0 ** (-decimals) + 1e-9
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import tempfile
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,17 @@ class Validation:
     """Everything that makes the lesson unsound; empty when it is sound."""
 
 
-def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None) -> Validation:
-    """Prove a lesson sound: reference full marks, scaffold zero, stated figures agree with the reference."""
+def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None,
+             draws: int = 0) -> Validation:
+    """Prove a lesson sound: the course staff's code loads, stated figures agree with the reference, the reference
+    earns full marks and the bare scaffold zero points, the committed solution notebook is current, and (`draws`)
+    the reference answers every hidden case of that many more draws."""
     lesson = lessons.get(lesson_id)
-    problems = stated_figures(lesson)
+    staff_code_loads(lesson)
+    defined = handout.top_level_names(handout.solution_notebook(lesson))
+    problems = [f"exercise {ex.id} needs `{name}`, which neither the given cells nor the reference answers define "
+                "(a typo in lesson.toml's needs?)" for ex in lesson.exercises for name in ex.needs if name not in defined]
+    problems += stated_figures(lesson) + _solution_notebook(lesson) + _draws(lesson, draws)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         solution = Path(tmp) / "reference.ipynb"
         nbformat.write(handout.solution_notebook(lesson), str(solution))
@@ -46,10 +54,62 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
         if e.status != "passed":
             problems.append(f"reference fails {e.id}: {'; '.join(e.messages[:2])}")
     for e in bare.exercises:
-        if e.status == "passed":
-            problems.append(f"the bare scaffold passes {e.id}: its checks cannot tell an empty answer from a right one")
+        if e.status == "passed" or e.score > 0:
+            problems.append(f"the bare scaffold {'passes' if e.status == 'passed' else 'earns points in'} {e.id} "
+                            f"({e.score:g} of {e.max_score:g}): its checks cannot tell an empty answer from a right one")
     problems += _variants(lesson, options, workdir)
     return Validation(lesson.id, ref, bare, tuple(problems))
+
+
+def staff_code_loads(lesson: lessons.Lesson) -> None:
+    """The course staff's code runs: the reference namespace builds, `hidden.py` draws, `properties.py` loads. Else
+    one line (GraderError) naming the file, the line and what it raised, in an author's words."""
+    folders = {f"<{lesson.id} given>": lesson.folder / "scaffold.py",
+               f"<{lesson.id} reference>": lesson.solutions / "answers.py"}
+    for step in (lambda: staff_code.reference(lesson.id), lambda: staff_code.hidden_cases(lesson.id, 1),
+                 lambda: staff_code.properties(lesson.id)):
+        try:
+            step()
+        except GraderError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the author's code: say where, in one line
+            frames = [f for f in traceback.extract_tb(err.__traceback__)
+                      if f.filename in folders or Path(f.filename).parent in (lesson.folder, lesson.solutions)]
+            where = (f"{folders.get(frames[-1].filename, frames[-1].filename)}, line {frames[-1].lineno}" if frames
+                     else str(lesson.solutions))
+            hint = (" (a given cell the reference needs may lack the `reference` tag, or the name is misspelt)"
+                    if isinstance(err, NameError) and frames and frames[-1].filename in folders else "")
+            raise GraderError(f"{where}: {type(err).__name__}: {str(err)[:200]}{hint}") from None
+
+
+def _solution_notebook(lesson: lessons.Lesson) -> list[str]:
+    """The committed `solution.ipynb`, if stale or missing, named."""
+    path = lesson.solutions / "solution.ipynb"
+    try:
+        committed = [c.source for c in nbformat.read(str(path), as_version=4).cells]
+    except (OSError, ValueError):
+        return [f"{path} is missing or unreadable: run grader build-solution {lesson.id}"]
+    if committed != [c.source for c in handout.solution_notebook(lesson).cells]:
+        return [f"{path} is stale (the scaffold or the answers changed since it was built): run grader "
+                f"build-solution {lesson.id}"]
+    return []
+
+
+def _draws(lesson: lessons.Lesson, draws: int) -> list[str]:
+    """The reference asked every hidden case of `draws` more draws (no kernel): a generator that draws an input
+    the reference refuses, or a stated hidden figure it disagrees with, shows here."""
+    problems = []
+    reference = staff_code.reference(lesson.id) if draws else {}
+    for seed in range(1000, 1000 + draws):
+        for exercise_id, cases in staff_code.hidden_cases(lesson.id, seed).items():
+            for case in cases:
+                if any(isinstance(a, dict) and lessons.KERNEL_ARG in a for a in case.args):
+                    continue  # asked on the student's own values: nothing to ask without a kernel
+                try:
+                    expectations.expectation(case, reference)
+                except RuntimeError as err:
+                    problems.append(f"hidden draw {seed}, {exercise_id}: {err}")
+    return problems
 
 
 def stated_figures(lesson: lessons.Lesson) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 ORDER = ["host", "errors", "escape", "limits", "files", "shapes", "wire", "decoded", "load", "layouts", "roster", "lesson_schema", "lessons", "handout", "releases", "staff_code", "kernel_messages", "upstream", "isolation", "devices", "kernel_command", "leftovers", "sandbox", "options", "compile_cache", "zygote", "warm_start", "cells", "sections", "attempt", "run", "probe", "device_check", "matching", "expectations", "judge", "completion", "mistakes", "record", "sign", "seeds", "variants", "regrade", "evidence", "figure", "render", "render_similarity", "render_text",
-         "similarity", "finish", "grading", "in_notebook", "watch", "validate", "portfolio", "verify", "certs", "cluster", "batch", "platforms", "gradescope", "cli"]
+         "similarity", "finish", "grading", "in_notebook", "watch", "validate", "new_lesson", "portfolio", "verify", "certs", "cluster", "batch", "platforms", "gradescope", "cli"]
 
 
 def _imports(source: str) -> set[str]:

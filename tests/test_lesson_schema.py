@@ -21,7 +21,7 @@ def _spec(lesson_id: str) -> dict:
     return tomllib.loads((ROOT / "lessons" / lesson_id / "lesson.toml").read_text())
 
 
-@pytest.mark.parametrize("lesson_id", ["inference-capacity", "inference-scaling", "dynamic-batching"])
+@pytest.mark.parametrize("lesson_id", lessons.available())
 def test_every_shipped_lesson_fits_the_schema(lesson_id):
     assert lesson_schema.problem(_spec(lesson_id)) is None
 

@@ -357,3 +357,13 @@ def test_a_comment_and_a_portfolio_name_the_student():
     assert render_text.result_text(rejected).startswith("Bitdiddle, Ben (1002) · inference-scaling: not graded")
     entry = portfolio.Entry("inference-scaling", dict(rejected, score=0.0, max_score=3.0), "", "", "", None)
     assert "Evidence portfolio · Bitdiddle, Ben (1002)" in portfolio.index_html([entry])
+
+
+def test_a_self_check_never_says_0_hidden():
+    from grader import judge
+    from grader.lessons import Case
+
+    public = [Case(name="f", mode="call"), Case(name="g", mode="call")]
+    assert judge._passed_line(public, {}) == "all 2 cases passed"
+    assert judge._passed_line(public + [Case(name="h", mode="call", hidden=True)], {}) == \
+        "all 3 cases passed (2 public, 1 hidden)"

@@ -1,0 +1,138 @@
+"""`grader new LESSON_ID`: a lesson's four files with one worked exercise per id, valid as written.
+
+It writes `lessons/<id>/lesson.toml` and `scaffold.py`, `solutions/<id>/answers.py`, `hidden.py` and the built
+`solution.ipynb`, with matching exercise and cell ids, in the course folder (`--course DIR`, `GRADER_COURSE`, or
+the checkout). Nothing that exists is overwritten. docs/authoring.md says what each line means.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from grader import files, lessons
+from grader.errors import GraderError
+
+_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+def _function(exercise_id: str) -> str:
+    return exercise_id.replace("-", "_") + "_mean"
+
+
+def _scaffold(lesson_id: str, exercises: tuple[str, ...]) -> str:
+    parts = [f"""# %% [markdown] id=intro
+# # {lesson_id}
+#
+# Replace this text with the lesson's. Cells tagged `given` are the lesson's code; each
+# exercise has one answer cell marked YOUR ANSWER (docs/authoring.md).
+
+# %% id=given-imports tags=given,reference
+import math
+"""]
+    for exercise in exercises:
+        fn = _function(exercise)
+        parts.append(f"""
+# %% [markdown] id=ex-{exercise}
+# ## Exercise `{exercise}`
+#
+# Write `{fn}(values)`: the mean of a list of numbers; raise `ValueError` for an empty
+# list. For `[1, 2, 3]` it is 2.0.
+
+# %% id=answer-{exercise} tags=answer
+# YOUR ANSWER: define {fn}(values)
+def {fn}(values):
+    raise NotImplementedError("write {fn}(values)")
+""")
+    parts.append("""
+# %% [markdown] id=explanation tags=explanation
+# ## Your explanation
+#
+# Replace this prompt with the lesson's written question.
+""")
+    return "".join(parts)
+
+
+def _toml(lesson_id: str, exercises: tuple[str, ...]) -> str:
+    text = f'id = "{lesson_id}"\ntitle = "{lesson_id}"\n'
+    for exercise in exercises:
+        fn = _function(exercise)
+        text += f"""
+[[exercises]]
+id = "{exercise}"
+title = "The mean of a list"
+kind = "simulated"
+points = 1
+needs = ["{fn}"]
+  [[exercises.cases]]
+  call = "{fn}"
+  args = [[1, 2, 3]]
+  expect = 2.0
+  [[exercises.cases]]
+  call = "{fn}"
+  args = [[]]
+  raises = "ValueError"
+"""
+    return text
+
+
+def _answers(exercises: tuple[str, ...]) -> str:
+    return "".join(f"""# %% id=answer-{exercise} tags=reference
+def {_function(exercise)}(values):
+    if len(values) == 0:
+        raise ValueError("the mean of no values")
+    return math.fsum(values) / len(values)
+
+""" for exercise in exercises)
+
+
+def _hidden(lesson_id: str, exercises: tuple[str, ...]) -> str:
+    body = "".join(f"""        "{exercise}": [{{"call": "{_function(exercise)}", "args": [values]}} for values in lists]
+                       + [{{"call": "{_function(exercise)}", "args": [[]], "raises": "ValueError"}}],
+""" for exercise in exercises)
+    return f'''"""Hidden cases for lesson {lesson_id}: drawn per student from the course secret (docs/authoring.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
+    lists = [rng.integers(-50, 50, int(rng.integers(1, 12))).tolist() for _ in range(3)] + [[7]]  # one value too
+    return {{
+{body}    }}
+'''
+
+
+def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
+    """Write the new lesson's files; returns them. Refuses a malformed id or a lesson that exists, in one line."""
+    exercises = exercises or ("first-exercise",)
+    for name in (lesson_id, *exercises):
+        if not _ID.match(name):
+            raise GraderError(f"{name!r} is not an id: lower-case letters and digits, words joined by '-'")
+    if len(set(exercises)) != len(exercises):
+        raise GraderError("an exercise id is given twice")
+    root = lessons.course_folder("lessons").parent
+    if root == lessons.PACKAGED:
+        raise GraderError("no course folder to write into: run from the course checkout or pass --course DIR")
+    folder, solutions = root / "lessons" / lesson_id, root / "solutions" / lesson_id
+    if folder.exists() or solutions.exists():
+        raise GraderError(f"{folder} or {solutions} exists already; nothing was written")
+    written = [files.write_text(folder / "lesson.toml", _toml(lesson_id, exercises)),
+               files.write_text(folder / "scaffold.py", _scaffold(lesson_id, exercises)),
+               files.write_text(solutions / "answers.py", _answers(exercises)),
+               files.write_text(solutions / "hidden.py", _hidden(lesson_id, exercises))]
+    lessons.get.cache_clear()
+    return [*written, build_solution(lesson_id)]
+
+
+def build_solution(lesson_id: str) -> Path:
+    """`grader build-solution`: `solutions/<id>/solution.ipynb`, the scaffold with the reference answers."""
+    import nbformat
+
+    from grader import handout
+
+    lesson = lessons.get(lesson_id)
+    return files.write_text(lesson.solutions / "solution.ipynb", nbformat.writes(handout.solution_notebook(lesson)))
