@@ -31,12 +31,28 @@ def scaffold(lesson: lessons.Lesson, numbers: dict[str, float] | None = None) ->
     notebook.metadata["kernelspec"] = dict(load.KERNEL)
     notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1, "version": lesson.version}
     values = {name: choices[0] for name, choices in lesson.variants} | dict(numbers or {})
-    for cell in notebook.cells if values else ():
+    for cell in notebook.cells:
         if cell.cell_type == "markdown":
+            cell.source = FIGURE.sub(lambda m: _figure(lesson, m[1], int(m[2])), cell.source)
             cell.source = PLACEHOLDER.sub(lambda m: f"{values[m[1]]:g}" if m[1] in values else m[0], cell.source)
         elif cell.get("id") == lesson.variant_cell:
             cell.source = variant_source(cell.source, values)
     return notebook
+
+
+FIGURE = re.compile(r"\{\{figure:([a-z0-9-]+)/(\d+)\}\}")
+"""`{{figure:EXERCISE/INDEX}}` in a Markdown cell: the figure lesson.toml states for that public case, so the
+text and the check never disagree."""
+
+
+def _figure(lesson: lessons.Lesson, exercise_id: str, index: int) -> str:
+    cases = lesson.exercise(exercise_id).cases
+    if index >= len(cases) or not cases[index].has_expect:
+        raise LessonError(f"lesson {lesson.id}: {{{{figure:{exercise_id}/{index}}}}} names no stated figure")
+    value = cases[index].expect
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return repr(value)
+    return str(value) if isinstance(value, int) else f"{value:.12g}"
 
 
 def variant_source(source: str, values: dict[str, float]) -> str:

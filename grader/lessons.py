@@ -12,6 +12,7 @@ particular lesson: a new lesson is a new pair of folders.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import math
@@ -236,6 +237,8 @@ def get(lesson_id: str) -> Lesson:
     exercises = tuple(_exercise(lesson_id, item) for item in spec.get("exercises", []))
     if not exercises:
         raise LessonError(f"{spec_path}: no [[exercises]]")
+    if any(not item.get("needs") for item in spec.get("exercises", [])):
+        exercises = _derived_needs(folder / "scaffold.py", exercises)
     evidence = {str(k): str(v) for k, v in spec.get("evidence", {}).items()}
     if any(kind not in KINDS for kind in evidence.values()):
         raise LessonError(f"{spec_path}: every [evidence] name must be {' or '.join(KINDS)}")
@@ -255,6 +258,30 @@ def get(lesson_id: str) -> Lesson:
                   earlier_given=_earlier_given(spec, spec_path),
                   variants=tuple((str(k), tuple(v)) for k, v in spec.get("variants", {}).items() if k != "cell"),
                   variant_cell=str(spec.get("variants", {}).get("cell", "")))
+
+
+def _derived_needs(scaffold: Path, exercises: tuple[Exercise, ...]) -> tuple[Exercise, ...]:
+    """An exercise without `needs` needs what its stub defines: the top-level names of the scaffold's
+    `answer-<exercise id>` cell (functions, classes, assignments)."""
+    import ast
+
+    from grader import load
+
+    cells = {cell.get("id"): cell.source for cell in load.notebook_from_script(scaffold.read_text("utf-8")).cells}
+    derived = []
+    for ex in exercises:
+        names: list[str] = []
+        try:
+            body = ast.parse(cells.get(f"answer-{ex.id}", "")).body
+        except SyntaxError:
+            body = []
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+            elif isinstance(node, ast.Assign):
+                names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        derived.append(ex if ex.needs else dataclasses.replace(ex, needs=tuple(dict.fromkeys(names))))
+    return tuple(derived)
 
 
 def _earlier_given(spec: dict[str, Any], spec_path: Path) -> tuple[tuple[str, int, str], ...]:
