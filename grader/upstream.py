@@ -4,8 +4,8 @@ Everything else in the grader uses public names only: nbclient's `on_cell_start`
 and `on_cell_executed` hooks and `timeout_func`, jupyter_client's
 `interrupt_kernel`, `kernel_spec`, `client_class` and `start_kernel`. Three
 things have no public way, and each is kept here, small, with why; the versions
-are pinned in pyproject.toml, and tests/test_run.py and the kernel tests fail if
-an upgrade moves them:
+are pinned in pyproject.toml, and tests/test_upstream.py fails if an upgrade
+moves a private name used here (the kernel tests, if one changes its meaning):
 
 - `BoundedKernelClient._context_default`: the ZMQ context a client creates is
   a traitlets default; its options (MAXMSGSIZE, RCVHWM) can only be set where

@@ -5,6 +5,9 @@ from __future__ import annotations
 import zmq
 from traitlets.utils.importstring import import_item
 
+from jupyter_client.asynchronous.client import AsyncKernelClient
+from jupyter_client.manager import AsyncKernelManager
+
 from grader import upstream
 from grader.limits import Limits
 
@@ -30,3 +33,23 @@ def test_each_client_takes_its_bound_from_its_own_manager_and_its_zmq_context_en
 def test_managers_name_the_bounded_client_class():
     assert import_item(upstream.CLIENT_CLASS) is upstream.BoundedKernelClient
     assert upstream.QuickKernelManager().provisioner_factory is None  # by default the kernel command is run
+
+
+REACHED = {"_context_default": AsyncKernelClient, "_created_context": AsyncKernelClient,
+           "_async_wait": AsyncKernelManager, "_async_pre_start_kernel": AsyncKernelManager}
+"""Every private name of jupyter_client's that upstream.py uses or overrides, and whose it is."""
+
+
+def test_every_private_name_upstream_py_reaches_still_exists_upstream():
+    """upstream.py's docstring promises that an upgrade which renames what it reaches past fails a test: this one.
+    A private name added there and not listed here fails it too."""
+    import inspect
+    import re
+
+    source = inspect.getsource(upstream)
+    used = set(re.findall(r"(?:def |\.)(_[a-z][a-z_]*)\b", source))
+    assert used == set(REACHED), f"list the private names upstream.py now reaches: {sorted(used ^ set(REACHED))}"
+    for name, owner in REACHED.items():
+        found = any(name in vars(klass) for klass in owner.__mro__) or name in owner.class_trait_names() or \
+            any(name in inspect.getsource(klass) for klass in owner.__mro__ if klass.__module__.startswith("jupyter_client"))
+        assert found, f"{owner.__name__}.{name} is gone from jupyter_client: upstream.py must follow it"
