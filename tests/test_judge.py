@@ -37,24 +37,26 @@ def test_decimals_per_dict_field():
 def test_default_tolerance_is_rtol_1e6():
     c = case()
     assert matching.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 1.9e-6], c) is None
-    assert matching.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 3e-6], c) is not None
+    off = matching.compare(np.array([1.0, 2.0]), [1.0, 2.0 + 3e-6], c)  # 1.5e-6 relative: past the bound
+    assert (off.where, off.want) == ("position [1]", "2.000003") and off.got.startswith("2.0 in")
 
 
 def test_bools_must_be_bools():
     c = case()
     assert matching.compare(True, True, c) is None
     assert matching.compare(np.asarray(True), True, c) is None
-    assert matching.compare(1.0, True, c) is not None
-    assert matching.compare("True", True, c) is not None
+    assert matching.compare(1.0, True, c).public() == "expected True (a bool), got 1.0"
+    assert matching.compare("True", True, c).public() == "expected True (a bool), got 'True'"
 
 
 def test_shapes_and_types():
     c = case()
-    assert matching.compare([2.0], 2, c) is not None
-    assert matching.compare(None, [1.0], c) is not None
+    assert matching.compare([2.0], 2, c).public() == "expected shape []: 2, got shape [1]: [2.0]"
+    assert matching.compare(None, [1.0], c).public() == "expected numbers, got None"
     assert matching.compare("accelerator", "accelerator", c) is None
-    assert matching.compare("general-purpose", "accelerator", c) is not None
-    assert matching.compare(np.array([np.nan]), [1.0], c) is not None
+    assert matching.compare("general-purpose", "accelerator", c).want == "'accelerator'"
+    nan = matching.compare(np.array([np.nan]), [1.0], c)
+    assert (nan.where, nan.want) == ("position [0]", "1.0") and nan.got.startswith("nan")
 
 
 def test_hidden_mismatch_never_shows_the_reference_answer():
