@@ -136,8 +136,9 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
     hash_seed = hash_seed if hash_seed is not None else seeds.batch_hash_seed(lesson.id, seeds.course_secret())
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
     secret = seeds.course_secret()
+    on = variants.enabled(lesson.id)  # the course secret and its record read once, not once per student
     per_student = {e.student: variants.own_options(lesson, regrades.options_for(options, recorded.get(e.student)),
-                                                   e.student, secret) for e in todo}
+                                                   e.student, secret, on) for e in todo}
     if todo and scheduler is None:
         grading.prepare(lesson.id, options)
     return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student,

@@ -67,7 +67,8 @@ class _Main(click.Group):
             # Leave at once: every record is already on disk, workers and kernels die with this process
             # (PDEATHSIG, bwrap --die-with-parent), and an orderly exit could wait on a pool's threads.
             _echo(f"\ngrader: {err}", err=True)
-            sys.stdout.flush(), sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
             os._exit(EXIT_INTERRUPTED)
         except KeyboardInterrupt:
             _echo("\ngrader: interrupted", err=True)
@@ -288,8 +289,7 @@ def portfolio_cmd(sources: tuple[Path, ...], out_file: Path, lesson_id: str | No
     """Export a student's evidence portfolio from results or submissions."""
     from grader import portfolio
 
-    unsigned = portfolio.build(list(sources), out_file, lesson_id)
-    if unsigned:
+    if unsigned := portfolio.build(list(sources), out_file, lesson_id):
         _echo(f"grader: note: unsigned results in this portfolio ({', '.join(unsigned)}): nothing vouches for them", err=True)
     _echo(str(out_file))
 

@@ -175,15 +175,17 @@ def own_figures(lesson: lessons.Lesson, ex_id: str, cases: list[lessons.Case], n
             if i in varied and f"{ex_id}/{i}" in figures else c for i, c in enumerate(cases)], None
 
 
-def own_options(lesson: lessons.Lesson, options: Options, student: str, secret: bytes | None) -> Options:
+def own_options(lesson: lessons.Lesson, options: Options, student: str, secret: bytes | None,
+                per_student: bool) -> Options:
     """A student's options as a batch's parent decides them (so a cluster's workers need no course secret): their
     own hidden-case seed where none is recorded or given, and their own numbers where the course grades the lesson
-    per student."""
+    per student (`per_student`: `enabled`, read once per batch)."""
     if options.seed is None:
         options = dataclasses.replace(options, seed=seeds.hidden_seed(lesson.id, student, secret),
                                       seed_from="course secret" if secret else "lesson and student")
-    numbers = graded_numbers(lesson, student)
-    return dataclasses.replace(options, variant=tuple(sorted(numbers.items()))) if numbers is not None else options
+    if not per_student or not lesson.variants:
+        return options
+    return dataclasses.replace(options, variant=tuple(sorted(numbers_for(lesson, student, secret).items())))
 
 
 def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[str, ...], asked: bool = True) -> str:
