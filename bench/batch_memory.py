@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common import mixed_set
 
-from grader.devices import default_jobs
+from grader.kernel.devices import default_jobs
 
 
 def peak(folder: Path, out: Path, kernels: dict[str, float] | None = None) -> tuple[float, str]:

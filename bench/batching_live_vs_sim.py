@@ -15,8 +15,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader import lessons  # noqa: E402
-from grader import handout, staff_code
+from grader.lesson import handout, lessons, staff_code
 
 LESSON = "dynamic-batching"
 

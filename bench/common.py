@@ -7,8 +7,9 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -16,10 +17,9 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import patched_solution  # noqa: E402
+from conftest import patched_solution
 
-from grader import lessons  # noqa: E402
-from grader import handout
+from grader.lesson import handout, lessons
 
 
 def mixed_set(folder: Path, per_lesson: int) -> dict[str, list[Path]]:

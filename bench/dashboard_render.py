@@ -14,7 +14,9 @@ from pathlib import Path
 import nbformat
 from common import median
 
-from grader import grading, handout, lessons, render
+from grader import grading
+from grader.lesson import handout, lessons
+from grader.report import render
 
 
 def main(rounds: int) -> None:

@@ -40,7 +40,7 @@ def _grade(notebook: Path, lesson: str, device: str, out: Path) -> tuple[dict[st
 
 def _measured(data: dict[str, Any]) -> list[str]:
     """The reference's measured values, as short lines: per-batch medians and tails, or a latency summary."""
-    from grader.matching import plain  # the values are stored in the probe's wire form
+    from grader.judge.matching import plain  # the values are stored in the probe's wire form
 
     lines = []
     for name, value in ((data.get("measured") or {}).get("values") or {}).items():
@@ -78,7 +78,7 @@ def main(device: str) -> None:
     sys.path.insert(0, str(ROOT))
     import nbformat
 
-    from grader import handout, lessons
+    from grader.lesson import handout, lessons
 
     out = Path(os.environ.get("GRADER_DEVICE_CHECK_OUT") or tempfile.mkdtemp(prefix="device-check-"))
     devices = (device, "cpu")

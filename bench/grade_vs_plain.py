@@ -11,11 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
 from common import median, plain_run, timed
 
-from grader import grading, handout, lessons
-
-import nbformat
+from grader import grading
+from grader.lesson import handout, lessons
 
 
 def main(rounds: int) -> None:

@@ -1,8 +1,8 @@
 """Where a batch's time goes: each phase per submission, medians over the class, and CPU use per core.
 
 Grades the bench's mixed set with `grader batch` and reads the batch's
-`profile.json`: queue (a worker idle before taking this submission up), kernel start (fork and ready), the lesson's given cells, the student's
-cells, probes, judge, render (worker), record (parent), and each core's busy
+`profile.json`: queue (a worker idle before taking this submission up), kernel start (fork and
+ready), the lesson's given cells, the student's cells, probes, judge, render (worker), record (parent), and each core's busy
 share over the batch.
 Usage: python bench/phase_profile.py [per_lesson=20] [--jobs N] [--each]
 """

@@ -19,8 +19,9 @@ from pathlib import Path
 import nbformat
 from common import median, plain_run, quiet_stderr
 
-from grader import handout, lessons, watch
-from grader.options import Options
+from grader import watch
+from grader.base.options import Options
+from grader.lesson import handout, lessons
 
 LESSON = "inference-capacity"
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import nbformat
 from common import median, timed
 
-from grader import grading, handout, lessons, sandbox
-from grader.limits import Limits
+from grader import grading
+from grader.base.limits import Limits
+from grader.kernel import sandbox
+from grader.lesson import handout, lessons
 
 
 def main(rounds: int) -> None:

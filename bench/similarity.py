@@ -24,10 +24,11 @@ from common import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import patched_solution  # noqa: E402
-from test_similarity import LESSON, SUBS, _class, _disguised  # noqa: E402
+from conftest import patched_solution
+from test_similarity import LESSON, SUBS, _class, _disguised
 
-from grader import handout, lessons, similarity  # noqa: E402
+from grader.classroom import similarity
+from grader.lesson import handout, lessons
 
 NAMES = ("predictions", "rows_read", "waited", "calls", "unfilled", "groups", "answers", "read", "baseline",
          "unit_saving", "general_work", "accel_work", "first_occurrences", "total_rows", "chunk", "got", "base")

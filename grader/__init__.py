@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(grading, name)
     if name == "GradeResult":
-        from grader.record import GradeResult
+        from grader.result.record import GradeResult
 
         return GradeResult
     raise AttributeError(f"module 'grader' has no attribute {name!r}")

@@ -11,11 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import (compile_cache, completion, decoded, device_check, devices, expectations, finish, handout, host, isolation, judge, leftovers, lessons, load,
-                    probe, releases, run, sandbox, seeds, staff_code, variants, warm_start, wire, zygote)
-from grader.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
-from grader.options import MAX_HASH_SEED, Options
-from grader.record import INTERNAL_ERROR, GradeResult
+from grader.base import host
+from grader.base.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
+from grader.base.options import MAX_HASH_SEED, Options
+from grader.intake import load
+from grader.judge import completion, expectations, judge
+from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox, warm_start, zygote
+from grader.lesson import handout, lessons, releases, staff_code
+from grader.report import finish
+from grader.result import seeds, variants
+from grader.result.record import INTERNAL_ERROR, GradeResult
+from grader.run import decoded, device_check, probe, run, wire
 
 
 def hash_seed_for(options: Options, seed: int) -> int:
@@ -27,7 +33,7 @@ def hash_seed_for(options: Options, seed: int) -> int:
 
 def rejected(path: str | Path, reason: str, lesson: str | None = None, student: str | None = None) -> GradeResult:
     """The result recorded for a submission that cannot be graded."""
-    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     return GradeResult(status="rejected", lesson=lesson, student=student or Path(path).stem, error=reason,
                        submission=Path(path).name, graded_at=now)
 
@@ -47,7 +53,7 @@ def prepare(lesson_id: str, options: Options) -> None:
     if not options.public_only:
         try:
             _public_expectations(lesson_id)
-        except Exception:  # noqa: BLE001 - a reference that fails is reported by each grade, as a grader failure
+        except Exception:
             pass
     staff_code.properties(lesson_id)
     probe.warm()
@@ -107,7 +113,8 @@ def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.E
             for ex in lesson.exercises]
 
 
-def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan],
+              probes: dict[str, probe.Probe]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The student's answers on the public inputs, split into measured and simulated."""
     measured: dict[str, Any] = {}
     simulated: dict[str, Any] = {}
@@ -328,7 +335,7 @@ def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[s
     raise DeviceUnavailable(f"{why}; pass --device-fallback to grade on the CPU, or --device cpu")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _public_expectations(lesson_id: str) -> dict[tuple[str, int], expectations.Expectation]:
     """The expectation of every public case, by (exercise, position): the same for every student, so a batch
     asks the reference once (in the parent, before its workers fork) instead of once per grade."""

@@ -23,7 +23,7 @@ SECONDS = 900
 
 def _session_notebook() -> Path:
     try:
-        namespace = get_ipython().user_ns  # type: ignore[name-defined]  # noqa: F821 - IPython's builtin
+        namespace = get_ipython().user_ns  # type: ignore[name-defined]
     except NameError:
         namespace = {}
     for found in (namespace.get("__session__"), namespace.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")):
@@ -35,7 +35,7 @@ def _session_notebook() -> Path:
 def _unsaved(path: Path) -> bool:
     """Whether a cell run in this kernel lately (before this one) is missing from the saved notebook."""
     try:
-        inputs = get_ipython().user_ns.get("In", [])  # type: ignore[name-defined]  # noqa: F821
+        inputs = get_ipython().user_ns.get("In", [])  # type: ignore[name-defined]
     except NameError:
         return False
     try:
@@ -49,7 +49,7 @@ def _unsaved(path: Path) -> bool:
 def check(path: str | Path | None = None, exercise: str | None = None, lesson: str | None = None) -> dict[str, Any] | None:
     """Check a saved notebook (default: the one this kernel runs) against the public cases, and print the verdicts
     (of one exercise where named). Returns the result as data, or None when it could not be checked."""
-    from grader import render_text
+    from grader.report import render_text
 
     path = Path(path) if path else _session_notebook()
     if _unsaved(path):
@@ -74,7 +74,7 @@ def check(path: str | Path | None = None, exercise: str | None = None, lesson: s
 def _main(argv: list[str]) -> int:
     """In a process of its own: `grader check` of one file, its result as JSON on standard output."""
     from grader import grading
-    from grader.errors import GraderError
+    from grader.base.errors import GraderError
 
     try:
         result = grading.grade(argv[0], argv[1] or None, grading.Options(public_only=True, sandbox="none"))

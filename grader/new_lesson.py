@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from grader import files, lessons
-from grader.errors import GraderError
+from grader.base import files
+from grader.base.errors import GraderError
+from grader.lesson import lessons
 
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -132,7 +133,7 @@ def build_solution(lesson_id: str) -> Path:
     """`grader build-solution`: `solutions/<id>/solution.ipynb`, the scaffold with the reference answers."""
     import nbformat
 
-    from grader import handout
+    from grader.lesson import handout
 
     lesson = lessons.get(lesson_id)
     return files.write_text(lesson.solutions / "solution.ipynb", nbformat.writes(handout.solution_notebook(lesson)))

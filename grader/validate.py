@@ -13,10 +13,13 @@ from typing import Any
 
 import nbformat
 
-from grader import decoded, expectations, handout, lessons, matching, staff_code, variants
-from grader.errors import GraderError
+from grader.base.errors import GraderError
 from grader.grading import Options, grade
-from grader.record import GradeResult
+from grader.judge import expectations, matching
+from grader.lesson import handout, lessons, staff_code
+from grader.result import variants
+from grader.result.record import GradeResult
+from grader.run import decoded
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ def staff_code_loads(lesson: lessons.Lesson) -> None:
             step()
         except GraderError:
             raise
-        except Exception as err:  # noqa: BLE001 - the author's code: say where, in one line
+        except Exception as err:
             frames = [f for f in traceback.extract_tb(err.__traceback__)
                       if f.filename in folders or Path(f.filename).parent in (lesson.folder, lesson.solutions)]
             where = (f"{folders.get(frames[-1].filename, frames[-1].filename)}, line {frames[-1].lineno}" if frames
@@ -136,7 +139,7 @@ def stated_figures(lesson: lessons.Lesson) -> list[str]:
 def before_regrade(lesson: lessons.Lesson, recorded: dict[str, dict[str, Any]]) -> None:
     """Before a regrade moves any grade: a reference that changed since the recorded grades must still reproduce
     every figure the lesson states (else one line, GraderError, and nothing moves; `--force` regrades anyway)."""
-    from grader import sign
+    from grader.result import sign
 
     now = sign.lesson_digests(lesson.id)[1]
     before = {(data.get("digests") or {}).get("reference") for data in recorded.values()}

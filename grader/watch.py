@@ -23,12 +23,17 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from grader import files, grading, leftovers, load, render_text, sandbox, zygote
-from grader.errors import GraderError
-from grader.options import Options
+from grader import grading
+from grader.base import files
+from grader.base.errors import GraderError
+from grader.base.options import Options
+from grader.intake import load
+from grader.kernel import leftovers, sandbox, zygote
+from grader.report import render_text
 
 POLL_SECONDS = 0.25
 
@@ -148,7 +153,7 @@ def _in_thread(work: Callable[[], Any]) -> Any:
     def target() -> None:
         try:
             box["value"] = work()
-        except BaseException as err:  # noqa: BLE001 - raised again in the waiting thread
+        except BaseException as err:
             box["error"] = err
 
     thread = threading.Thread(target=target, name="grader-check", daemon=True)

@@ -17,9 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader import lessons, wire  # noqa: E402
-from grader import handout, staff_code
-from grader.lessons import Case  # noqa: E402
+from grader.lesson import handout, lessons, staff_code
+from grader.lesson.lessons import Case
+from grader.run import wire
 
 LESSON = "dynamic-batching"
 

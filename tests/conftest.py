@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader import grading, handout, lessons, load
-from grader.limits import Limits
+from grader import grading
+from grader.base.limits import Limits
+from grader.intake import load
+from grader.lesson import handout, lessons
 
 HERE = Path(__file__).parent
 SUBMISSIONS = HERE / "submissions"

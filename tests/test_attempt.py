@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import nbformat
 
-from grader.attempt import OutputCapped
-from grader.cells import TRUNCATED
-from grader.limits import Limits
+from grader.base.limits import Limits
+from grader.run.attempt import OutputCapped
+from grader.run.cells import TRUNCATED
 
 
 def _stream(text):

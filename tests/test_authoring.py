@@ -98,7 +98,7 @@ def test_grader_new_writes_a_lesson_that_validates_and_validate_names_what_an_au
 
 
 def test_the_text_quotes_stated_figures_and_needs_are_derived_from_the_stub(tmp_path, monkeypatch):
-    from grader import handout, lessons
+    from grader.lesson import handout, lessons
 
     course = _course(tmp_path)
     for name, body in _guide_files():

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import FAST, patched_solution, write
 
-from conftest import patched_solution, write
-from grader import batch, certs, cli, grading, handout, lessons, sandbox
-from conftest import FAST
+from grader import cli, grading
+from grader.classroom import batch, certs
+from grader.kernel import sandbox
+from grader.lesson import handout, lessons
 
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nbformat
 
-from grader import cells
+from grader.run import cells
 
 
 def _notebook(*sources):

@@ -8,7 +8,8 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 
-from grader import cli, handout, lessons
+from grader import cli
+from grader.lesson import handout, lessons
 
 LESSON = "inference-capacity"
 
@@ -206,13 +207,13 @@ def test_timeouts_must_be_positive(tmp_path, flag):
 
 
 def test_a_timeout_below_one_second_is_rounded_up_not_to_no_limit():
-    from grader import cells as running
+    from grader.run import cells as running
 
     assert running.whole_seconds(0.5) == 1 and running.whole_seconds(2.1) == 3 and running.whole_seconds(4) == 4
 
 
 def test_batch_refuses_without_isolation_unless_told(tmp_path, monkeypatch):
-    from grader import sandbox
+    from grader.kernel import sandbox
 
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
     (tmp_path / "in").mkdir()
@@ -226,7 +227,7 @@ def test_batch_refuses_without_isolation_unless_told(tmp_path, monkeypatch):
 
 @pytest.mark.kernel
 def test_batch_without_a_sandbox_says_so_on_stderr_and_the_dashboard(tmp_path, monkeypatch):
-    from grader import sandbox
+    from grader.kernel import sandbox
 
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
     (tmp_path / "in").mkdir()
@@ -241,7 +242,7 @@ def test_batch_without_a_sandbox_says_so_on_stderr_and_the_dashboard(tmp_path, m
 
 
 def test_an_absent_device_is_refused_with_one_line_unless_falling_back_is_asked(tmp_path):
-    from grader import devices
+    from grader.kernel import devices
 
     if devices.device_available("gpu"):
         pytest.skip("this host has a GPU")
@@ -287,7 +288,7 @@ def test_the_command_line_loads_without_the_grading_machinery():
     import sys
 
     probe = ("import sys, grader.cli\n"
-             "print(sorted(m for m in ('grader.grading', 'grader.batch', 'grader.render', 'grader.record', 'jinja2',"
+             "print(sorted(m for m in ('grader.grading', 'grader.classroom.batch', 'grader.report.render', 'grader.result.record', 'jinja2',"
              " 'cryptography') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

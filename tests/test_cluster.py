@@ -15,10 +15,13 @@ import time
 
 import nbformat
 import pytest
-
 from conftest import FAST, write
-from grader import batch, certs, grading, handout, lessons, sandbox
-from grader.record import INTERNAL_ERROR
+
+from grader import grading
+from grader.classroom import batch, certs
+from grader.kernel import sandbox
+from grader.lesson import handout, lessons
+from grader.result.record import INTERNAL_ERROR
 
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
@@ -111,7 +114,8 @@ def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(
 
 
 def test_a_task_on_a_worker_without_a_template_still_grades(tmp_path):
-    from grader import cluster, zygote
+    from grader.classroom import cluster
+    from grader.kernel import zygote
 
     notebook = tmp_path / "ada.ipynb"
     write(handout.solution_notebook(lessons.get(LESSON)), notebook)
@@ -164,7 +168,7 @@ def test_a_tls_cluster_of_the_course_grades_a_class_and_refuses_strangers(tmp_pa
     samples = Path(__file__).parent.parent / "samples" / "inference-scaling"
     stranger = tmp_path / "stranger"
     certs.make(stranger)  # a CA of its own: certificates the course never signed
-    log = open(tmp_path / "dask.log", "w")
+    log = open(tmp_path / "dask.log", "w")  # noqa: SIM115 -- the cluster's processes write to it until the end
     address_file = tmp_path / "scheduler.json"
     processes = [_dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--scheduler-file",
                        str(address_file), tls=course_certs, role="scheduler", log=log)]
@@ -194,7 +198,7 @@ def test_a_tls_cluster_of_the_course_grades_a_class_and_refuses_strangers(tmp_pa
                                                     str(tmp_path / "refused"), "--scheduler", address,
                                                     *(["--tls", str(tls)] if tls else [])])
             assert refused.exit_code == 2 and said in refused.stderr
-        with pytest.raises(Exception):  # a client with no certificate at all
+        with pytest.raises(Exception):  # noqa: B017 -- a client with no certificate at all (Dask raises OSError or its own)
             distributed.Client(address, timeout=5)
         plain = CliRunner().invoke(cli.main, ["batch", str(samples), "--lesson", "inference-scaling", "--out",
                                               str(tmp_path / "plain"), "--scheduler", address.replace("tls", "tcp"),

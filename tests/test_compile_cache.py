@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import compile_cache, lessons
+from grader.kernel import compile_cache
+from grader.lesson import lessons
 
 LESSON = "inference-capacity"
 

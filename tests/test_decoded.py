@@ -6,8 +6,8 @@ import pickle
 
 import numpy as np
 
-from grader import decoded, wire
-from grader.decoded import NOTHING, Answer, Opaque, Own, Raised
+from grader.run import decoded, wire
+from grader.run.decoded import NOTHING, Answer, Opaque, Own, Raised
 
 
 def test_values_decode_to_what_the_kernel_had():

@@ -11,10 +11,10 @@ import json
 import nbformat
 import pytest
 
-from grader import device_check, run
-from grader.cells import CellRun
-from grader.isolation import SandboxReport
-from grader.limits import Limits
+from grader.base.limits import Limits
+from grader.kernel.isolation import SandboxReport
+from grader.run import device_check, run
+from grader.run.cells import CellRun
 
 REPORT = SandboxReport("bwrap", {})
 

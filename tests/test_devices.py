@@ -13,10 +13,13 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
-
 from conftest import FAST, SEED, write
-from grader import cli, devices, handout, lessons, run, sandbox
-from grader.limits import Limits
+
+from grader import cli
+from grader.base.limits import Limits
+from grader.kernel import devices, sandbox
+from grader.lesson import handout, lessons
+from grader.run import run
 
 LESSON = "inference-capacity"
 pytestmark = [pytest.mark.kernel, pytest.mark.sandbox]

@@ -14,10 +14,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import FAST, SEED
-from grader import batch, cli, escape, files, grading, layouts, load, platforms, record, render, roster
-from grader.errors import GraderError, SubmissionRejected
+
+from grader import cli, grading
+from grader.base import escape, files
+from grader.base.errors import GraderError, SubmissionRejected
+from grader.classroom import batch, platforms
+from grader.intake import layouts, load, roster
+from grader.report import render
+from grader.result import record
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"
@@ -220,7 +225,7 @@ def test_every_csv_cell_a_student_controls_is_no_formula_and_numbers_stay_number
     for row in cells[1:]:
         for cell in row:
             assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r") or cell in ("-2", "-1.5"), cell
-    assert ["-2", LESSON, "graded", "-1.5", "3.0", "1.0"] == cells[-2][:6]  # numbers stay numbers
+    assert cells[-2][:6] == ["-2", LESSON, "graded", "-1.5", "3.0", "1.0"]  # numbers stay numbers
     assert cells[1][0] == "'=1+1" and cells[-1][0] == "'=2+2"
     assert escape.csv_cell("+cmd|' /C calc'!A0") == "'+cmd\\|' /C calc'!A0"
 

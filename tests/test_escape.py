@@ -6,7 +6,7 @@ import csv
 import io
 import shlex
 
-from grader import escape
+from grader.base import escape
 
 
 def test_formula_cells_are_neutralised_and_numbers_kept():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader import wire
-from grader.decoded import NOTHING, Opaque
-from grader.evidence import Evidence, Shown
+from grader.result.evidence import Evidence, Shown
+from grader.run import wire
+from grader.run.decoded import NOTHING, Opaque
 
 
 def _result():

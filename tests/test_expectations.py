@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from grader import expectations, lessons
-from grader.decoded import Answer
-from grader.expectations import Accepts, MustRaise, Pending, Property, Recompute, Refused, Unavailable, Value
+from grader.judge import expectations
+from grader.judge.expectations import Accepts, MustRaise, Pending, Property, Recompute, Refused, Unavailable, Value
+from grader.lesson import lessons
+from grader.run.decoded import Answer
 
 
 def case(**spec):

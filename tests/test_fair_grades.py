@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import seeds
-from grader.options import MAX_SEED
+from grader.base.options import MAX_SEED
+from grader.result import seeds
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"
@@ -92,7 +92,8 @@ def test_one_file_graded_three_times_gets_one_seed_and_one_score(tmp_path, secre
 
 @pytest.mark.kernel
 def test_two_students_with_one_file_meet_different_seeds_and_each_the_same_as_grade_gives(tmp_path, secret):
-    from grader import batch, grading
+    from grader import grading
+    from grader.classroom import batch
 
     folder = tmp_path / "class"
     folder.mkdir()
@@ -109,7 +110,7 @@ def test_two_students_with_one_file_meet_different_seeds_and_each_the_same_as_gr
 @pytest.mark.sandbox
 @pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope's container runs the grader as root")
 def test_gradescope_grades_the_same_student_with_the_same_seed(tmp_path, secret):
-    from grader import gradescope
+    from grader.classroom import gradescope
 
     bundle = gradescope.bundle(LESSON, tmp_path / "gs") / "autograder.zip"
     root = tmp_path / "autograder"

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from grader.evidence import Evidence
-from grader import figure, render
+from grader.report import figure, render
+from grader.result.evidence import Evidence
 
 SPEC = {"title": "T", "timings": "measurements", "series": ["stable"], "series_labels": ["stable <b>run</b>"],
         "scale": "service_ms", "series_title": "S",

@@ -7,14 +7,14 @@ import stat
 
 import pytest
 
-from grader import files
+from grader.base import files
 
 
 def test_a_write_replaces_the_file_whole_and_leaves_no_temporary_behind(tmp_path):
     target = tmp_path / "deep" / "er" / "report.html"
     files.write_text(target, "first")
     files.write_text(target, "second é")
-    assert target.read_bytes() == "second é".encode("utf-8")
+    assert target.read_bytes() == "second é".encode()
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
 
 

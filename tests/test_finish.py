@@ -7,14 +7,15 @@ import hashlib
 import nbformat
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from grader import finish, record, sign
-from grader.judge import ExerciseResult
+from grader.judge.judge import ExerciseResult
+from grader.report import finish
+from grader.result import record, sign
 
 
 def _result(**changes):
     verdict = ExerciseResult("ex", "failed", 0.0, 2.0, "simulated", ("`f(1)`: expected 2, got 3",))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
-    fields = dict(status="graded", lesson=None, student="ada <b>", score=0.0, max_score=2.0, exercises=(verdict,),
+    fields = dict(status="graded", lesson=None, student="ada <b>", score=0.0, max_score=2.0, exercises=(verdict,),  # noqa: C408
                   mode="check", run={"attempts": 1, "seconds": 0.5, "timings": {}, "flood": None, "deadline_hit": False},
                   digest="d" * 64, submission="ada.ipynb", graded_at="2026-12-05T00:00:00+00:00",
                   notebook=notebook)
@@ -56,7 +57,7 @@ def test_a_written_result_reads_back_as_the_same_record():
 
 
 def test_values_that_break_a_report_cost_the_values_not_the_report(monkeypatch):
-    from grader import render
+    from grader.report import render
 
     drawn = render.report_html
 

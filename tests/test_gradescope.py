@@ -17,10 +17,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import patched_solution, write
-from grader import gradescope, kernel_command, platforms, sandbox
-from grader.limits import Limits
+
+from grader.base.limits import Limits
+from grader.classroom import gradescope
+from grader.kernel import kernel_command, sandbox
 
 HERE = Path(__file__).parent
 LESSON = "inference-scaling"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import FAST, SEED, statuses, write
-from grader import grading, handout, lessons
+
+from grader import grading
+from grader.lesson import handout, lessons
 
 pytestmark = pytest.mark.kernel
 

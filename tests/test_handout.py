@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nbformat
 
-from grader import handout, lessons
+from grader.lesson import handout, lessons
 
 LESSON = "inference-capacity"
 

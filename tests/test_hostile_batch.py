@@ -24,10 +24,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import TIGHT_CELL, patched_solution, statuses, write
-from grader import handout, lessons, sandbox
-from grader.limits import Limits
+
+from grader.base.limits import Limits
+from grader.kernel import sandbox
+from grader.lesson import handout, lessons
 
 LESSON = "inference-capacity"
 HERE = Path(__file__).parent

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from grader import isolation
+from grader.kernel import isolation
 
-ALL = {name: True for name in isolation.LAYERS}
+ALL = dict.fromkeys(isolation.LAYERS, True)
 
 
 def test_isolated_needs_every_isolation_layer_and_nothing_else():

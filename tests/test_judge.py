@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import decoded, expectations, judge, lessons, matching
-from grader.decoded import Answer
-from grader.expectations import MustRaise, Pending, Property, Value
-from grader.lessons import Exercise
-from grader.probe import Probe
-from grader.cells import CellRun
+from grader.judge import expectations, judge, matching
+from grader.judge.expectations import MustRaise, Pending, Property, Value
+from grader.lesson import lessons
+from grader.lesson.lessons import Exercise
+from grader.run import decoded
+from grader.run.cells import CellRun
+from grader.run.decoded import Answer
+from grader.run.probe import Probe
 
 
 def case(**kw):
@@ -144,7 +146,7 @@ def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exe
 
 
 def test_a_lesson_naming_an_unknown_check_is_still_the_lessons_fault():
-    from grader.errors import LessonError
+    from grader.base.errors import LessonError
 
     ex = _exercise(case(property="nowhere"))
     probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 1.0}),))
@@ -162,7 +164,7 @@ def test_the_same_problem_on_many_cases_is_said_once_with_a_count():
 
 
 def test_ipykernels_file_names_read_as_the_cell():
-    from grader.cells import readable
+    from grader.run.cells import readable
 
     assert readable("invalid syntax (2912668609.py, line 1)") == "invalid syntax (this cell, line 1)"
     assert readable('File /tmp/ipykernel_7/3346742915.py:4') == "File this cell:4"
@@ -182,7 +184,7 @@ def test_a_hidden_input_is_shown_in_a_form_that_pastes():
     c = lessons.case_from_spec({"call": "f", "args": [{"array": [0.0, 0.5] * 20 + [float("nan")]}, 1.5]}, hidden=True)
     label = c.label().strip("`")
     np_namespace = {"np": np, "f": lambda a, s: (a, s)}
-    rebuilt, service = eval(label, np_namespace)  # noqa: S307 - the grader's own label, in a test
+    rebuilt, service = eval(label, np_namespace)
     assert rebuilt.shape == (41,) and np.isnan(rebuilt[-1]) and service == 1.5
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from grader import kernel_command
-from grader.devices import KernelStart
-from grader.isolation import NOBODY, SandboxReport
-from grader.limits import Limits
+from grader.base.limits import Limits
+from grader.kernel import kernel_command
+from grader.kernel.devices import KernelStart
+from grader.kernel.isolation import NOBODY, SandboxReport
 
 
 def _report(rootless=False, own_namespace=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grader import kernel_messages
+from grader.kernel import kernel_messages
 
 
 def _msg(msg_type="stream", content=None, **parts):

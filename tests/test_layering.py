@@ -6,50 +6,106 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-ORDER = ["host", "errors", "escape", "limits", "files", "shapes", "wire", "decoded", "load", "layouts", "roster", "lesson_schema", "lessons", "handout", "releases", "staff_code", "kernel_messages", "upstream", "isolation", "devices", "kernel_command", "leftovers", "sandbox", "options", "compile_cache", "zygote", "warm_start", "cells", "sections", "attempt", "run", "probe", "device_check", "matching", "expectations", "judge", "completion", "mistakes", "record", "sign", "seeds", "variants", "regrade", "evidence", "figure", "render", "render_similarity", "render_text",
-         "similarity", "finish", "grading", "in_notebook", "watch", "validate", "new_lesson", "portfolio", "verify", "certs", "cluster", "batch", "platforms", "gradescope", "cli"]
+ROOMS = ["base", "intake", "lesson", "kernel", "run", "judge", "result", "report",
+         "grading", "in_notebook", "watch", "validate", "new_lesson", "classroom", "cli_flags", "cli_class", "cli"]
+"""The stages in data-flow order: a folder of `grader/` (load -> run -> judge -> record -> render -> the class) or a
+module at its top (the spine `grading`, the commands beside it, the door `cli`)."""
+MAX_TOP = 12
+MAX_FLOOR = 15
 
 
-def _imports(source: str) -> set[str]:
-    """The grader modules a module's source imports, absolute (`grader.x`) or relative (`from . import x`)."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom):
-            module = ("grader" + ("." + node.module if node.module else "")) if node.level else (node.module or "")
-            if module == "grader":
-                found |= {alias.name for alias in node.names}
-            elif module.startswith("grader."):
-                found.add(module.split(".")[1])
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (`grader.base.files`), without the package's own `__init__`s."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] != "__init__" and parts[-1] != "__main__":
+            found[".".join(parts)] = path
     return found
 
 
-def upward_imports(name: str, source: str) -> list[str]:
-    """The later steps module `name` imports (none, in a package that reads in data-flow order)."""
-    return [imported for imported in sorted(_imports(source)) if ORDER.index(imported) >= ORDER.index(name)]
+def _imports(source: str, module: str = "grader.x") -> set[str]:
+    """The grader modules (dotted) a module imports, absolute (`grader.base.files`) or relative (`from . import x`)."""
+    found: set[str] = set()
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
+                named = base + ("." + node.module if node.module else "")
+            else:
+                named = node.module or ""
+            if named == "grader" or named.startswith("grader."):
+                found |= {f"{named}.{alias.name}" for alias in node.names} | {named}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("grader.")}
+    return {name for name in found if name != "grader" and room(name) in ROOMS}
 
 
-def test_no_module_imports_a_later_step():
-    for path in PACKAGE.glob("*.py"):
-        name = path.stem
-        if name.startswith("__") or name == "kernel_zygote":  # kernel_zygote runs on its own, importing nothing of ours
+def room(module: str) -> str:
+    """A module's stage: its folder under grader/, or its own name at the top."""
+    return module.split(".")[1]
+
+
+def upward_imports(module: str, source: str) -> list[str]:
+    """The later stages a module imports (none, in a package that reads in data-flow order)."""
+    own = ROOMS.index(room(module))
+    return sorted({room(name) for name in _imports(source, module) if ROOMS.index(room(name)) > own})
+
+
+def test_no_module_imports_a_later_stage():
+    for module, path in _modules().items():
+        if module == "grader.kernel.kernel_zygote":  # it runs on its own, importing nothing of ours
             continue
-        assert name in ORDER, f"add {name} to ORDER"
-        assert upward_imports(name, path.read_text()) == [], f"{name} imports a later step"
+        assert room(module) in ROOMS, f"add {room(module)} to ROOMS"
+        assert upward_imports(module, path.read_text()) == [], f"{module} imports a later stage"
+
+
+def test_no_circle_of_imports_inside_a_stage():
+    modules = _modules()
+    graph = {m: {i for i in _imports(p.read_text(), m) if i in modules and i != m and room(i) == room(m)}
+             for m, p in modules.items()}
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, "circle: " + " -> ".join(path[path.index(module):] + (module,))
+        if module not in done:
+            for imported in sorted(graph[module]):
+                visit(imported, path + (module,))
+            done.add(module)
+
+    for module in sorted(graph):
+        visit(module, ())
+    assert len(done) == len(modules)
+
+
+def test_the_tree_is_the_flow():
+    """At most 12 modules at grader/'s top, every other one in a stage folder of at most 15."""
+    modules = _modules()
+    top = [m for m in modules if m.count(".") == 1]
+    assert len(top) <= MAX_TOP, top
+    floors = {room(m) for m in modules if m.count(".") == 2}
+    assert floors == set(ROOMS) - {room(m) for m in top}, floors
+    for floor in floors:
+        inside = [m for m in modules if room(m) == floor]
+        assert len(inside) <= MAX_FLOOR, (floor, inside)
+        assert (PACKAGE / floor / "__init__.py").read_text().startswith('"""'), f"{floor} says what it is"
 
 
 def test_a_planted_upward_import_is_caught_absolute_or_relative():
-    record = (PACKAGE / "record.py").read_text()
-    assert upward_imports("record", record) == []
-    for planted in ("from . import cli\n", "from .cli import main\n", "from grader import cli\n", "import grader.cli\n",
-                    "from .batch import run\n"):
-        assert upward_imports("record", record + planted), planted
-    assert upward_imports("record", record + "from . import errors\n") == []  # earlier steps are fine
+    module = "grader.result.record"
+    record = (PACKAGE / "result" / "record.py").read_text()
+    assert upward_imports(module, record) == []
+    for planted in ("from grader import cli\n", "from grader.cli import main\n", "import grader.cli\n",
+                    "from grader.classroom import batch\n", "from ..classroom.batch import run\n",
+                    "from ..report import render\n"):
+        assert upward_imports(module, record + planted), planted
+    for earlier in ("from . import sign\n", "from grader.base import errors\n", "from ..judge import judge\n"):
+        assert upward_imports(module, record + earlier) == [], earlier
 
 
 def test_no_lesson_specific_names_in_the_package():
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
         for word in ("simulate_queue", "inference-capacity", "inference-scaling", "crossover", "sweep("):
             assert word not in text, f"{path.name} mentions {word}"
@@ -66,7 +122,7 @@ def test_the_package_holds_no_lesson_ids_exercise_ids_or_figures():
         for ex in spec["exercises"]:
             words.update(n for n in ex.get("needs", []) if "_" in n)        # names like `simulate_queue`
     words |= {"463.87", "0.6783", "5.95", "jax.numpy", "import jax"}          # figures and warm imports
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
         for word in sorted(words):
             assert word not in text, f"{path.name} mentions {word}"

@@ -6,8 +6,8 @@ import zipfile
 
 import pytest
 
-from grader import layouts
-from grader.errors import GraderError
+from grader.base.errors import GraderError
+from grader.intake import layouts
 
 
 def _files(root, *names):

@@ -9,12 +9,12 @@ import textwrap
 import time
 from pathlib import Path
 
-from grader import leftovers
-from grader.isolation import STALE_SECONDS
+from grader.kernel import leftovers
+from grader.kernel.isolation import STALE_SECONDS
 
 ORPHANS = textwrap.dedent("""
     import os, subprocess, sys, time
-    from grader import leftovers
+    from grader.kernel import leftovers
     assert leftovers.become_subreaper()
     # a shell that starts two sleepers in the background and exits: they are orphans, reparented to us
     subprocess.run(["sh", "-c", "sleep 30 & sleep 30 & exit 0"], check=True)

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import SEED, statuses
-from grader import staff_code
-from grader.lessons import Case
+
+from grader.lesson import staff_code
 
 LESSON = "dynamic-batching"
 ALL = ["batcher-sim", "policy-choice", "live-replay", "service-fit"]
@@ -164,13 +163,13 @@ def test_traces_fit_the_bounds_and_are_exactly_representable(served):
 @pytest.mark.kernel
 def test_reference_scores_full_marks_and_the_report_compares(graded):
     result = graded.solution(LESSON)
-    assert statuses(result) == {ex: "passed" for ex in ALL}, result["exercises"]
+    assert statuses(result) == dict.fromkeys(ALL, "passed"), result["exercises"]
     kinds = {e["id"]: e["kind"] for e in result["exercises"]}
     assert kinds == {"batcher-sim": "simulated", "policy-choice": "simulated", "live-replay": "measured",
                      "service-fit": "simulated"}
     labels = [a["case"] for a in result["measured"]["answers"]["live-replay"]]
     assert labels[0] == "live (given policy, TRACE_OVERLOADED)" and not any("`" in label for label in labels)
-    from grader import render
+    from grader.report import render
     html = render.report_html(result)
     assert "Measured service (loopback) beside the simulation" in html
     table = html.split('<table class="comparison">')[1].split("</table>")[0]
@@ -228,14 +227,14 @@ def test_a_live_run_with_one_batch_size_costs_the_reference_nothing(graded):
     # contract's fit_service raises ValueError and `predicted` cannot exist, for the reference as for the student.
     # Seen under load (8 busy loops on 2 cores: 50 batches of 8, every run); forced here by the patch.
     result = graded.patch(LESSON, "busy-host")
-    assert statuses(result) == {ex: "passed" for ex in ALL}, result["exercises"]
+    assert statuses(result) == dict.fromkeys(ALL, "passed"), result["exercises"]
     fit = next(e for e in result["exercises"] if e["id"] == "service-fit")
     assert "could not be compared on this run" in fit["messages"][0]
     assert any("`predicted`" in m and "raises ValueError" in m for m in fit["messages"][1:])
     excused = [c for c in fit["cases"] if c["outcome"] == "excused"]
     assert {c["hidden"] for c in excused} == {False, True}  # the public recomputation and the reference's case
     # the report says why its comparison is absent, instead of leaving it out without a word
-    from grader import render
+    from grader.report import render
     html = render.report_html(result)
     assert '<table class="comparison">' not in html
     absent = html.split('id="comparison-absent">')[1].split("</p>")[0]
@@ -286,7 +285,7 @@ def test_a_simulator_wrong_on_one_case_earns_the_share_it_passed(graded):
     assert result["score"] == pytest.approx(3 + (counted - 1) / counted)
     assert f"{counted - 1} of {counted} cases passed" in sim["messages"][0]
     # every platform carries the same fractional score, split over the public and hidden tests
-    from grader import platforms
+    from grader.classroom import platforms
     gradescope = platforms.gradescope_results(result)
     assert gradescope["score"] == pytest.approx(result["score"])
     assert sum(t["score"] for t in gradescope["tests"]) == pytest.approx(result["score"])

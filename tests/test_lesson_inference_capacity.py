@@ -10,9 +10,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import FAST, SEED, patched_solution, statuses, write
-from grader import grading, handout, lessons
+
+from grader import grading
+from grader.lesson import handout, lessons
 
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"
@@ -36,7 +37,7 @@ BUGS = {
 def test_reference_scores_full_marks(graded):
     result = graded.solution(LESSON)
     assert result["status"] == "graded"
-    assert statuses(result) == {ex: "passed" for ex in ALL}
+    assert statuses(result) == dict.fromkeys(ALL, "passed")
     assert (result["score"], result["max_score"]) == (9.0, 9.0)
     kinds = {e["id"]: e["kind"] for e in result["exercises"]}
     assert kinds["measure"] == "measured"
@@ -130,7 +131,8 @@ def test_stale_outputs_on_a_correct_notebook_change_nothing(graded, tmp_path):
 
 
 def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_dashboard(graded, tmp_path):
-    from grader import record, render, render_text
+    from grader.report import render, render_text
+    from grader.result import record
 
     fake = _fake_outputs(handout.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
     result = graded.file(write(fake, tmp_path / "doctored.ipynb"), LESSON)
@@ -194,7 +196,7 @@ def test_replaying_the_recorded_seed_gives_the_same_result(graded, tmp_path):
     write(patched_solution(LESSON, Path(__file__).parent / "submissions" / LESSON / "queue-vectorised-shortcut.py"), path)
     one = graded.file(path, LESSON, seed=first["seed"])
     two = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=one["seed"])).to_dict()
-    strip = lambda r: json.dumps([{k: v for k, v in e.items()} for e in r["exercises"]], sort_keys=True)  # noqa: E731
+    strip = lambda r: json.dumps([dict(e) for e in r["exercises"]], sort_keys=True)  # noqa: E731
     assert strip(one) == strip(two)
     other = graded.file(path, LESSON, seed=first["seed"] + 1)
     assert strip(other) != strip(one)  # a fresh seed draws other hidden inputs

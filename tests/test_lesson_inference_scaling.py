@@ -9,12 +9,11 @@ import dataclasses
 import math
 
 import nbformat
-
 import pytest
-
 from conftest import statuses
-from grader import handout, lessons, staff_code
-from grader.errors import LessonError
+
+from grader.base.errors import LessonError
+from grader.lesson import handout, lessons, staff_code
 
 LESSON = "inference-scaling"
 ALL = ["batch-sweep", "crossover", "cache-product"]
@@ -112,7 +111,7 @@ BUGS = {
 @pytest.mark.kernel
 def test_reference_scores_full_marks(graded):
     result = graded.solution(LESSON)
-    assert statuses(result) == {ex: "passed" for ex in ALL}
+    assert statuses(result) == dict.fromkeys(ALL, "passed")
     assert result["score"] == 3.0
 
 
@@ -137,7 +136,7 @@ def test_requested_size_bug_is_caught_only_by_the_hidden_81_to_99_case(graded):
 @pytest.mark.kernel
 def test_hard_coded_seed_figures_fail_on_hidden_cases(graded):
     result = graded.patch(LESSON, "hardcodes-seed-figures")
-    assert statuses(result) == {ex: "failed" for ex in ALL}
+    assert statuses(result) == dict.fromkeys(ALL, "failed")
     for exercise in result["exercises"]:
         assert all(c["outcome"] == "passed" for c in exercise["cases"] if not c["hidden"]), exercise["id"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import lesson_schema, lessons
-from grader.errors import LessonError
+from grader.base.errors import LessonError
+from grader.lesson import lesson_schema, lessons
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import lessons
-from grader.errors import LessonError
+from grader.base.errors import LessonError
+from grader.lesson import lessons
 
 
 def test_case_forms_and_their_labels():

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader import cli
-from grader.limits import Limits
+from grader.base.limits import Limits
 
 
 def test_defaults_are_the_ones_the_help_and_readme_state():

@@ -7,8 +7,8 @@ import json
 import nbformat
 import pytest
 
-from grader import load
-from grader.errors import SubmissionRejected
+from grader.base.errors import SubmissionRejected
+from grader.intake import load
 
 
 def _raw(tmp_path, name, content):

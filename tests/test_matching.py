@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader import lessons, matching
-from grader.decoded import Opaque
+from grader.judge import matching
+from grader.lesson import lessons
+from grader.run.decoded import Opaque
 
 
 def case(**kw):

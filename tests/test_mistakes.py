@@ -9,9 +9,12 @@ import subprocess
 import pytest
 from test_render import CHROME_FLAGS, CHROMIUM
 
-from grader import lessons, mistakes, record, render
-from grader.judge import CaseVerdict, ExerciseResult
-from grader.record import GradeResult
+from grader.judge import mistakes
+from grader.judge.judge import CaseVerdict, ExerciseResult
+from grader.lesson import lessons
+from grader.report import render
+from grader.result import record
+from grader.result.record import GradeResult
 
 
 def _result(student, *exercises):

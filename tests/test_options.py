@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from grader.options import MAX_HASH_SEED, MAX_SEED, Options
+from grader.base.options import MAX_HASH_SEED, MAX_SEED, Options
 
 
 def test_the_largest_hash_seed_is_the_largest_python_accepts():

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import FAST, SEED, statuses
-from grader import batch, gradescope, grading, layouts, platforms
-from grader.errors import GraderError
+
+from grader import grading
+from grader.base.errors import GraderError
+from grader.classroom import batch, gradescope, platforms
+from grader.intake import layouts
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"

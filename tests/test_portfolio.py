@@ -10,8 +10,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from grader import portfolio, record, sign, verify
-from grader.errors import GraderError
+from grader.base.errors import GraderError
+from grader.classroom import portfolio, verify
+from grader.result import record, sign
 
 
 @pytest.fixture()

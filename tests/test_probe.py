@@ -9,8 +9,9 @@ import os
 import subprocess
 import sys
 
-from grader import lessons, probe, sections as protocol, wire
-from grader.decoded import Answer
+from grader.lesson import lessons
+from grader.run import probe, sections as protocol, wire
+from grader.run.decoded import Answer
 
 
 def _plan():

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from grader import record
+from grader.result import record
 
 
 def _result(student, score, when):
@@ -90,7 +90,7 @@ def test_files_are_readable_by_others_under_the_usual_umask_and_keys_are_not(tmp
     import os
     import stat
 
-    from grader import files
+    from grader.base import files
 
     old = os.umask(0o022)
     try:
@@ -108,11 +108,10 @@ def test_files_are_readable_by_others_under_the_usual_umask_and_keys_are_not(tmp
 
 
 def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
-    from grader import files
+    from grader.base import files
 
     target = files.write_text(tmp_path / "result.json", "old")
-    with pytest.raises(RuntimeError):
-        with files.replacing(target) as tmp:
-            tmp.write_text("half of the ne")
-            raise RuntimeError("disk gone")
+    with pytest.raises(RuntimeError), files.replacing(target) as tmp:
+        tmp.write_text("half of the ne")
+        raise RuntimeError("disk gone")
     assert target.read_text() == "old" and len(list(tmp_path.iterdir())) == 1

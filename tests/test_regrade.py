@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import patched_solution, write
 from test_render import CHROME_FLAGS, CHROMIUM
 
-from conftest import patched_solution, write
-from grader import handout, lessons, record, regrade
-from grader.options import Options
+from grader.base.options import Options
+from grader.lesson import handout, lessons
+from grader.result import record, regrade
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = "inference-capacity"

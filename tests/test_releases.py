@@ -7,9 +7,11 @@ import copy
 from pathlib import Path
 
 import pytest
-
 from conftest import FAST, SEED, write
-from grader import grading, handout, lessons, load, releases
+
+from grader import grading
+from grader.intake import load
+from grader.lesson import handout, lessons, releases
 
 LESSON = "dynamic-batching"
 V1 = Path(__file__).parent / "submissions" / "releases" / "dynamic-batching-v1-given.py"

@@ -13,9 +13,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import FAST, SEED, write
-from grader import batch, finish, grading, handout, lessons, portfolio, render
+
+from grader import grading
+from grader.classroom import batch, portfolio
+from grader.lesson import handout, lessons
+from grader.report import finish, render
 
 GOLDENS = Path(__file__).parent / "goldens"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -28,12 +31,12 @@ def normalise(result: dict) -> dict:
     for key in ("seed", "hash_seed", "digest", "graded_at"):
         if key in data:
             data[key] = MASK
-    data["environment"] = {key: MASK for key in data.get("environment", {})}
+    data["environment"] = dict.fromkeys(data.get("environment", {}), MASK)
     if data.get("sandbox"):
         data["sandbox"] = {"mode": MASK, "layers": {}, "limits": {}, "missing": [], "missing_reason": ""}
     if "run" in data:
         data["run"]["seconds"] = 0.0
-        data["run"]["timings"] = {key: 0.0 for key in data["run"]["timings"]}
+        data["run"]["timings"] = dict.fromkeys(data["run"]["timings"], 0.0)
     for cell in data.get("cells", []):
         cell["seconds"] = 0.0
 

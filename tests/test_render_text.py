@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from grader import render_text
-from grader.judge import ExerciseResult
-from grader.record import GradeResult
+from grader.judge.judge import ExerciseResult
+from grader.report import render_text
+from grader.result.record import GradeResult
 
 
 def _graded(mode="grade"):

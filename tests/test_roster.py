@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader import roster
-from grader.errors import GraderError
+from grader.base.errors import GraderError
+from grader.intake import roster
 
 CANVAS = (
     "Student,ID,SIS User ID,SIS Login ID,Section,Lab 3: scaling (77),Notes\n"

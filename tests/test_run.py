@@ -8,7 +8,7 @@ from queue import Empty
 
 import pytest
 
-from grader import upstream
+from grader.kernel import upstream
 
 
 class _Channel:

@@ -23,10 +23,13 @@ from typing import Any
 
 import nbformat
 import pytest
-
 from conftest import FAST, SEED, patched_solution, statuses, write
-from grader import devices, grading, handout, leftovers, lessons, record, sandbox, zygote
-from grader.errors import SandboxUnavailable
+
+from grader import grading
+from grader.base.errors import SandboxUnavailable
+from grader.kernel import devices, leftovers, sandbox, zygote
+from grader.lesson import handout, lessons
+from grader.result import record
 
 LESSON = "inference-capacity"
 HOSTILE = Path(__file__).parent / "submissions" / "hostile"
@@ -154,9 +157,7 @@ def test_exits_and_crashes_are_recorded_for_their_exercise(tmp_path, warm):
     assert got["replica-plan"] == "error"       # os._exit inside plan_replicas
     assert got["deadline"] == "error"           # segfault inside count_missed
     assert got["p95-interpolation"] == "error"  # sys.exit() before the name was defined
-    assert {ex: st for ex, st in got.items() if ex not in ("replica-plan", "deadline", "p95-interpolation")} == {
-        ex: "passed" for ex in ("measure", "queue-hand-check", "burst", "burst-sensitivity", "invalid-timeline",
-                                "batch-collection")}
+    assert {ex: st for ex, st in got.items() if ex not in ("replica-plan", "deadline", "p95-interpolation")} == dict.fromkeys(("measure", "queue-hand-check", "burst", "burst-sensitivity", "invalid-timeline", "batch-collection"), "passed")
     assert any("replica-plan" in note for note in result["notes"])
     assert result["run"]["attempts"] == 3
     after = _grade(tmp_path, "connects-to-host-loopback", warm=warm, PORT="9")  # the next submission grades normally
@@ -190,7 +191,7 @@ def test_a_200_mb_flood_is_recorded_and_the_grader_stays_small(tmp_path):
         "    line = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
         "    return int(line.split()[1]) / 1024\n"
         "from grader import grading\n"
-        "from grader.limits import Limits\n"
+        "from grader.base.limits import Limits\n"
         "r = grading.grade(sys.argv[1], 'inference-capacity', grading.Options(limits=Limits(cell_timeout=10),"
         " seed=1, sandbox='bwrap')).to_dict()\n"
         "print(json.dumps({'run': r['run'], 'score': r['score'], 'statuses': {e['id']: e['status'] for e in r['exercises']},"
@@ -253,7 +254,8 @@ def test_without_namespaces_root_still_runs_the_kernel_as_nobody(monkeypatch, tm
 def test_zygote_kernels_start_fresh_and_see_only_their_own_dirs(make_notebook):
     import nbformat
 
-    from grader import run, zygote
+    from grader.kernel import zygote
+    from grader.run import run
 
     report = sandbox.plan(FAST)
     first = nbformat.read(str(make_notebook(
@@ -281,7 +283,8 @@ def _worker_kernel(queue) -> None:
     """Runs in a forked worker: grade a tiny notebook with whatever zygote this process has."""
     import nbformat
 
-    from grader import run, zygote
+    from grader.kernel import zygote
+    from grader.run import run
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     done = run.execute(notebook, [], FAST, lambda: zygote.kernel_manager(sandbox.plan(FAST), FAST))
@@ -291,7 +294,7 @@ def _worker_kernel(queue) -> None:
 def test_a_zygote_started_before_forking_serves_every_worker_and_outlives_them():
     import multiprocessing
 
-    from grader import zygote
+    from grader.kernel import zygote
 
     template = zygote.shared(FAST)
     context = multiprocessing.get_context("fork")
@@ -325,7 +328,8 @@ def test_every_kernel_has_a_user_namespace_and_no_terminal_of_its_own(make_noteb
 
     import nbformat
 
-    from grader import run, zygote
+    from grader.kernel import zygote
+    from grader.run import run
 
     report = sandbox.plan(FAST)
     tag = uuid.uuid4().hex[:8]
@@ -377,7 +381,7 @@ def test_a_kernel_cannot_type_into_the_terminal_of_grade(tmp_path):
 @pytest.fixture(scope="module")
 def filled_cache(tmp_path_factory):
     """The lesson's compilation cache, filled once into a folder of this test module's own."""
-    from grader import compile_cache
+    from grader.kernel import compile_cache
 
     patch = pytest.MonkeyPatch()
     patch.setenv("GRADER_CACHE", str(tmp_path_factory.mktemp("grader-cache")))
@@ -393,7 +397,8 @@ def filled_cache(tmp_path_factory):
 def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, make_notebook, warm):
     import nbformat
 
-    from grader import run, zygote
+    from grader.kernel import zygote
+    from grader.run import run
 
     assert filled_cache and any(Path(filled_cache).iterdir())
     before = sorted(p.name for p in Path(filled_cache).iterdir())
@@ -480,7 +485,7 @@ def test_warm_cells_that_raise_print_or_need_ipython_are_left_to_each_kernel(cel
 def test_a_template_started_by_the_command_line_is_the_one_the_batch_forks_from():
     """warm_start.start (what `grader batch` calls before its imports) and grading.prepare (what the batch
     calls after them) agree on the template: one zygote, started once, ready when prepare returns."""
-    from grader import warm_start
+    from grader.kernel import warm_start
 
     options = grading.Options(limits=FAST, sandbox="bwrap", require_sandbox=True, zygote=True, hash_seed=1234)
     early = warm_start.start("inference-scaling", options)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from grader import sections
+from grader.run import sections
 
 MARK = "@@m@@"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grader.shapes import Shape
+from grader.base.shapes import Shape
 
 POINT = Shape({"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"],
                "additionalProperties": False})

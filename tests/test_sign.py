@@ -8,10 +8,12 @@ import warnings
 import zipfile
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
-from grader import batch, cli, finish, record, sign
+from grader import cli
+from grader.classroom import batch
+from grader.report import finish
+from grader.result import record, sign
 
 LESSON = "inference-capacity"
 
@@ -33,7 +35,7 @@ def test_canonical_form_is_rfc8785_with_tagged_non_finite_numbers():
     data = {"b": [1.5, float("nan")], "a": {"z": float("inf"), "y": "é"}, "signature": {"value": "x"}}
     # RFC 8785: keys sorted, no spaces, UTF-8 as it is, numbers in ECMAScript's shortest form (1.0 -> 1, 1e21)
     assert sign.canonical(data) == ('{"a":{"y":"é","z":{"$nonfinite":"Infinity"}},"b":[1.5,{"$nonfinite":"NaN"}]}'
-                                    .encode("utf-8"))
+                                    .encode())
     assert sign.canonical({"n": [1.0, 1e21, 1e-7, -0.0]}) == b'{"n":[1,1e+21,1e-7,0]}'
 
 
@@ -234,7 +236,7 @@ def test_a_portfolio_with_two_entries_of_one_name_is_not_intact(graded, tmp_path
 
 
 def test_a_portfolio_binds_its_files_to_one_student(graded, tmp_path, course_key):
-    from grader import portfolio
+    from grader.classroom import portfolio
 
     _, pub = course_key
     zipped = _portfolio_of(graded, tmp_path, pub)

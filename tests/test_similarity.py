@@ -12,10 +12,13 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
+from conftest import patched_solution
 from test_render import CHROME_FLAGS, CHROMIUM
 
-from conftest import patched_solution
-from grader import cli, handout, lessons, render_similarity, similarity
+from grader import cli
+from grader.classroom import similarity
+from grader.lesson import handout, lessons
+from grader.report import render_similarity
 
 LESSON = "inference-scaling"
 SUBS = Path(__file__).parent / "submissions" / "similarity"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import lessons, staff_code
-from grader.errors import LessonError
+from grader.base.errors import LessonError
+from grader.lesson import lessons, staff_code
 
 
 def test_the_reference_answers_the_lessons_stated_figures():

@@ -11,9 +11,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import FAST, SEED
-from grader import batch, escape, grading, layouts
+
+from grader import grading
+from grader.base import escape
+from grader.classroom import batch
+from grader.intake import layouts
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"
@@ -106,7 +109,7 @@ def test_a_fifo_put_in_the_notebooks_place_mid_watch_is_skipped_with_one_line(tm
     import os
 
     from grader import watch
-    from grader.options import Options
+    from grader.base.options import Options
 
     path = tmp_path / "nb.ipynb"
     os.mkfifo(path)
@@ -196,8 +199,10 @@ def test_verify_refuses_entries_an_unzip_tool_would_write_elsewhere(graded, tmp_
 
 
 def test_two_results_of_one_lesson_in_case_twin_folders_are_not_intact(graded, tmp_path, course_key):
-    from grader import portfolio, record, sign
     from test_sign import _portfolio_of, _signed_result
+
+    from grader.classroom import portfolio
+    from grader.result import record, sign
 
     _, pub = course_key
     real = _portfolio_of(graded, tmp_path, pub)
@@ -222,7 +227,7 @@ def test_two_results_of_one_lesson_in_case_twin_folders_are_not_intact(graded, t
 # ---- finding 6: a regrade trusts the gradebook's seeds ----
 
 def test_only_bounded_seeds_of_intact_signed_results_are_replayed(course_key):
-    from grader import regrade, sign
+    from grader.result import regrade, sign
 
     key = sign.signing_key()
     good = sign.sign({"status": "graded", "student": "ada", "seed": 5, "hash_seed": 7}, key)
@@ -260,7 +265,7 @@ def test_a_regrade_grades_edited_seeds_with_fresh_ones_and_says_so(tmp_path, cou
         assert after[student]["status"] == "graded" and after[student]["score"] == before[student]["score"]
         assert 0 <= after[student]["seed"] < 2**53 and 0 <= after[student]["hash_seed"] < 2**32
         assert after[student]["seed"] == before[student]["seed"]  # freshly derived: the student's own seed again
-    from grader import render_text
+    from grader.report import render_text
 
     assert "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds: ada, ben" in \
         render_text.report_line(summary)
@@ -305,8 +310,10 @@ def _docstrings_and_parens(source: str) -> str:
 def test_noise_that_cannot_change_behaviour_does_not_hide_a_copy(noise):
     import copy
 
-    from grader import handout, lessons, similarity
     from test_similarity import _class
+
+    from grader.classroom import similarity
+    from grader.lesson import handout, lessons
 
     notebooks = _class()  # the reference, two disguised copies, two independent solutions, two blank handouts
     noisy = copy.deepcopy(notebooks["orig"])

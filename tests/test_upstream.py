@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import zmq
-from traitlets.utils.importstring import import_item
-
 from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
+from traitlets.utils.importstring import import_item
 
-from grader import upstream
-from grader.limits import Limits
+from grader.base.limits import Limits
+from grader.kernel import upstream
 
 
 def _manager(bound):

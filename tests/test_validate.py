@@ -3,9 +3,10 @@ figures the lesson states are what the reference computes. Grades are stood in f
 
 from __future__ import annotations
 
-from grader import staff_code, validate
-from grader.judge import ExerciseResult
-from grader.record import GradeResult
+from grader import validate
+from grader.judge.judge import ExerciseResult
+from grader.lesson import staff_code
+from grader.result.record import GradeResult
 
 LESSON = "inference-scaling"
 

@@ -9,9 +9,12 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
-
 from conftest import write
-from grader import batch, cli, grading, handout, lessons, variants
+
+from grader import cli, grading
+from grader.classroom import batch
+from grader.lesson import handout, lessons
+from grader.result import variants
 
 LESSON = "inference-capacity"
 STUDENTS = ("1001", "1002", "1003", "1004")
@@ -38,7 +41,7 @@ SHIPPED = ("dynamic-batching", "inference-capacity", "inference-scaling")
 
 @pytest.mark.parametrize("lesson_id", [lid for lid in lessons.available() if lid in SHIPPED or lessons.get(lid).variants])
 def test_every_lesson_varies_numbers_and_the_seeds_reproduce_its_own_figures(lesson_id):
-    from grader import matching
+    from grader.judge import matching
 
     lesson = lessons.get(lesson_id)
     varying = [(ex.id, i, case) for ex in lesson.exercises for i, case in enumerate(ex.cases) if case.varies]
@@ -131,7 +134,7 @@ def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, c
 
 
 def test_similarity_sees_each_students_own_handout_as_the_handout():
-    from grader import similarity
+    from grader.classroom import similarity
 
     lesson = lessons.get(LESSON)
     own = dict(variants.defaults(lesson), BURST_REQUESTS=6, DEADLINE_MS=8.0, SPACING_MS=3.0)
@@ -144,15 +147,15 @@ def test_similarity_sees_each_students_own_handout_as_the_handout():
 
 def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monkeypatch):
     from grader import validate
-    from grader.judge import ExerciseResult
-    from grader.record import GradeResult
+    from grader.judge.judge import ExerciseResult
+    from grader.result.record import GradeResult
 
     graded = []
 
     def grade(path, lesson_id, options):  # stands in for a kernel run: the reference passes, the bare handout not
         book = nbformat.read(path, as_version=4)
         graded.append((Path(path).name, options.variant, variants.found_numbers(lessons.get(lesson_id), book)[1]))
-        passes = "reference" in str(path) and not ("scaffold" in str(path))
+        passes = "reference" in str(path) and "scaffold" not in str(path)
         return GradeResult(status="graded", lesson=lesson_id, student="x", exercises=(
             ExerciseResult("burst", "passed" if passes else "failed", float(passes), 1.0, "simulated", ()),))
 

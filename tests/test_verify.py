@@ -7,8 +7,9 @@ import json
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from grader import record, sign, verify
-from grader.judge import ExerciseResult
+from grader.classroom import verify
+from grader.judge.judge import ExerciseResult
+from grader.result import record, sign
 
 
 def _keys(tmp_path):

@@ -15,11 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from grader.evidence import Evidence
-from grader import escape, figure, grading, handout, judge, lessons, platforms, record, render, sandbox, staff_code
-from grader.errors import GraderError, LessonError, SandboxUnavailable
-from grader.judge import CaseVerdict
-from grader.limits import Limits
+from grader import grading
+from grader.base import escape
+from grader.base.errors import GraderError, LessonError, SandboxUnavailable
+from grader.base.limits import Limits
+from grader.classroom import platforms
+from grader.judge import judge
+from grader.judge.judge import CaseVerdict
+from grader.kernel import sandbox
+from grader.lesson import handout, lessons, staff_code
+from grader.report import figure, render
+from grader.result import record
+from grader.result.evidence import Evidence
 
 HERE = Path(__file__).parent
 
@@ -247,7 +254,7 @@ def test_an_unknown_lesson_suggests_the_one_meant():
 
 
 def test_a_refused_batch_leaves_no_folder_behind(tmp_path, monkeypatch):
-    from grader import batch
+    from grader.classroom import batch
 
     folder = tmp_path / "class"
     folder.mkdir()
@@ -295,7 +302,7 @@ def test_check_and_grade_with_sandbox_refuse_in_one_line_where_bubblewrap_is_mis
 
 
 def test_progress_lines_cut_a_long_reason_between_words_and_name_the_student():
-    from grader import render_text
+    from grader.report import render_text
 
     stream = io.StringIO()
     reason = "the notebook could not be read as JSON " * 5

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import handout, lessons, render, render_similarity, similarity
+from grader.classroom import similarity
+from grader.lesson import handout, lessons
+from grader.report import render, render_similarity
 
 HERE = Path(__file__).parent
 
@@ -47,8 +49,9 @@ def test_similarity_fragments_keep_one_line_per_line():
 
 
 def test_names_stand_beside_ids_where_the_roster_gives_them(graded):
-    from grader import record
     from test_similarity import _class
+
+    from grader.result import record
 
     lesson = lessons.get("inference-scaling")
     ada = dict(record.summary(graded.solution("inference-scaling")), student="1001", name="Ada Lovelace")
@@ -116,7 +119,7 @@ def test_a_regrade_on_a_reference_that_contradicts_the_lesson_moves_nobody_and_s
 def test_completion_is_read_from_the_source_and_only_where_a_timer_never_waits():
     import nbformat
 
-    from grader import completion
+    from grader.judge import completion
 
     def book(source):
         return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
@@ -196,9 +199,11 @@ def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the
     import shutil
 
     from click.testing import CliRunner
-
     from conftest import FAST
-    from grader import batch, cli, grading, render_text
+
+    from grader import cli, grading
+    from grader.classroom import batch
+    from grader.report import render_text
 
     folder = tmp_path / "class"
     folder.mkdir()
@@ -220,8 +225,8 @@ def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the
 
 @pytest.mark.parametrize("wait, total", [(3.0, 6.0), (2900.0, 3000.0)])  # a linear axis, and a log one
 def test_the_comparison_legend_stays_clear_of_every_bar(wait, total):
-    from grader import figure
-    from grader.evidence import Evidence
+    from grader.report import figure
+    from grader.result.evidence import Evidence
 
     spec = lessons.get("dynamic-batching").figure
     measured = {"wait": [wait] * 5, "compute": [2.0] * 5, "overhead": [1.0] * 5, "total": [total] * 5}
@@ -244,9 +249,9 @@ def test_messages_show_code_as_code_in_html_pages():
 def test_a_recomputation_that_raised_says_what_it_raised_and_one_message_counts_one_way():
     import numpy as np
 
-    from grader import judge, matching
-    from grader.decoded import Answer, Own, Raised
-    from grader.lessons import Case
+    from grader.judge import judge, matching
+    from grader.lesson.lessons import Case
+    from grader.run.decoded import Answer, Own, Raised
 
     case = Case(name="predicted", mode="value", recompute="latency_summary(x)")
     answer = Answer(value=1.0, own=Own(raised=Raised("TypeError", False, "'NoneType' object is not subscriptable")))
@@ -260,7 +265,9 @@ def test_a_recomputation_that_raised_says_what_it_raised_and_one_message_counts_
 
 
 def test_one_students_bug_over_many_hidden_cases_is_one_mistake_and_a_quiet_regrade_says_so():
-    from grader import batch, mistakes, render_text
+    from grader.classroom import batch
+    from grader.judge import mistakes
+    from grader.report import render_text
 
     messages = [f"hidden case `simulate_queue({i})`: the {word} of 3 returned values ({name}), at index [{i}] differs"
                 for i, (word, name) in enumerate([("first", "start"), ("second", "finish"), ("third", "latency"),
@@ -317,7 +324,7 @@ def test_a_per_record_fit_is_shown_its_input_whole_and_told_the_mistake(graded):
 
 
 def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(graded):
-    from grader import record
+    from grader.result import record
 
     lesson = lessons.get("inference-scaling")
     ada = dict(record.summary(graded.solution("inference-scaling")), student="ada")
@@ -332,7 +339,9 @@ def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(grade
 def test_names_reach_the_batch_summary_changes_csv_and_verify(tmp_path):
     import csv
 
-    from grader import batch, regrade, render_text, verify
+    from grader.classroom import batch, verify
+    from grader.report import render_text
+    from grader.result import regrade
 
     summary = batch.Summary(total=2, skipped=0, named={"rejected": ["1002"], "missing": ["1007"]},
                             names={"1002": "Bitdiddle, Ben", "1007": "Hacker, Alyssa"})
@@ -350,7 +359,8 @@ def test_names_reach_the_batch_summary_changes_csv_and_verify(tmp_path):
 
 
 def test_a_comment_and_a_portfolio_name_the_student():
-    from grader import portfolio, render_text
+    from grader.classroom import portfolio
+    from grader.report import render_text
 
     rejected = {"status": "rejected", "student": "1002", "lesson": "inference-scaling", "error": "two files",
                 "submitted_as": {"name": "Bitdiddle, Ben"}}
@@ -360,8 +370,8 @@ def test_a_comment_and_a_portfolio_name_the_student():
 
 
 def test_a_self_check_never_says_0_hidden():
-    from grader import judge
-    from grader.lessons import Case
+    from grader.judge import judge
+    from grader.lesson.lessons import Case
 
     public = [Case(name="f", mode="call"), Case(name="g", mode="call")]
     assert judge._passed_line(public, {}) == "all 2 cases passed"

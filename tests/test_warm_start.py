@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader import warm_start, zygote
-from grader.options import Options
+from grader.base.options import Options
+from grader.kernel import warm_start, zygote
 
 
 @pytest.mark.parametrize("options", [

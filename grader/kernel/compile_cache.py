@@ -1,0 +1,117 @@
+"""The JAX compilation work every kernel would repeat for a lesson's given code, done once.
+
+A lesson may name `compile_warmup` code. Once per machine and setting, the
+grader runs the lesson's given cells and then that code in a process with
+the kernels' own environment (the same XLA flags, platform and versions: all
+of them enter JAX's cache key), writing every compiled executable to a fresh
+cache folder, which is then made read-only for everyone and moved into place
+in one rename. Every bubblewrap kernel sees that folder read-only and never
+writes to it (its write threshold is never reached); a compile that misses
+simply compiles. Nothing a student runs can enter the cache, and no kernel's
+work reaches another's.
+
+The folder's name is a digest of everything the cache depends on, so a
+changed lesson, library, flag or processor gets a new one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from grader.base import files, host
+from grader.kernel import devices, kernel_command
+from grader.lesson import handout, lessons
+
+FILL_TIMEOUT = 300.0
+"""Seconds the filling process may take."""
+
+# Runs the given cells in order (a cell that fails, such as one that reads a student's answer, is passed over),
+# then the warm-up code; exits 1 if the warm-up itself failed.
+_FILL = r'''
+import json, sys
+cells, warmup = json.load(open(sys.argv[1]))
+space = {"__name__": "__main__"}
+for source in cells:
+    try:
+        exec(compile(source, "<given cell>", "exec"), space)
+    except BaseException as err:
+        print(f"given cell passed over: {type(err).__name__}: {err}", file=sys.stderr)
+exec(compile(warmup, "<compile_warmup>", "exec"), space)
+'''
+
+
+def root() -> Path:
+    """Where filled caches live: $GRADER_CACHE, else the user's cache folder."""
+    explicit = os.environ.get("GRADER_CACHE")
+    if explicit:
+        return Path(explicit) / "compile"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "grader" / "compile"
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+@functools.cache
+def folder_for(lesson_id: str, device: str) -> Path:
+    """The cache folder this lesson, device and machine would use (it may not exist yet)."""
+    lesson = lessons.get(lesson_id)
+    env = kernel_command.kernel_env(Path("/tmp"), devices.KernelStart(device=device))
+    facts = {"cells": handout.given_cells_in_order(lesson_id), "warmup": lesson.compile_warmup,
+             "jax": _version("jax"), "jaxlib": _version("jaxlib"), "python": sys.version, "machine": platform.machine(),
+             "processor": host.cpu_flags(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
+    digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
+    return root() / f"{lesson_id}-{digest}"
+
+
+def existing(lesson_id: str, device: str) -> str:
+    """The filled cache for this lesson and device, or "" when there is none."""
+    if not lessons.get(lesson_id).compile_warmup:
+        return ""
+    folder = folder_for(lesson_id, device)
+    return str(folder) if folder.is_dir() else ""
+
+
+def ensure(lesson_id: str, device: str) -> str:
+    """The filled cache, filling it first if needed; "" when the lesson has none or filling failed (grading then
+    simply compiles in every kernel)."""
+    found = existing(lesson_id, device)
+    lesson = lessons.get(lesson_id)
+    if found or not lesson.compile_warmup:
+        return found
+    target = folder_for(lesson_id, device)
+    files.make_dirs(target.parent)
+    work = Path(tempfile.mkdtemp(prefix=".filling-", dir=target.parent))
+    try:
+        cache = work / "cache"
+        cache.mkdir()
+        program = work / "cells.json"
+        program.write_text(json.dumps([handout.given_cells_in_order(lesson_id), lesson.compile_warmup]))
+        env = dict(kernel_command.kernel_env(work, devices.KernelStart(device=device)),
+                   **kernel_command.compile_cache_env(str(cache), writer=True))
+        env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
+        try:
+            done = subprocess.run([kernel_command.python(), "-c", _FILL, str(program)], cwd=work, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  timeout=FILL_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        if done.returncode != 0 or not any(cache.iterdir()):
+            return ""
+        return str(files.install_folder(cache, target))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

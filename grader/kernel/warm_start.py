@@ -1,0 +1,34 @@
+"""Start a batch's kernel template (the zygote) for a lesson, as early as a command can.
+
+The template takes about a second to import the lesson's libraries; the
+grader's own imports and preparation take about half that again. `grader batch`
+starts it first, so the two overlap; `grading.prepare` then finds it running
+(same settings) and only waits for it. Nothing here is required: without a
+template every grade starts its kernel by itself.
+"""
+
+from __future__ import annotations
+
+from grader.base.errors import GraderError
+from grader.base.options import Options
+from grader.kernel import compile_cache, devices, sandbox, zygote
+from grader.lesson import handout, lessons
+
+
+def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
+    """Start the lesson's template in the background (None where a batch would fork no kernels from one).
+
+    Fills the lesson's compilation cache first if this machine has none. The
+    template's hash seed is `options.hash_seed`: decide it before calling.
+    """
+    if not options.zygote or options.device != "cpu":  # an accelerator's state does not survive a fork
+        return None
+    try:
+        if sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode != "bwrap":
+            return None
+        device = "cpu"
+        start = devices.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports,
+                                    compile_cache.ensure(lesson_id, device), handout.warm_sources(lesson_id))
+    except GraderError:  # each grade then says why
+        return None
+    return zygote.start_shared(options.limits, start)

@@ -1,0 +1,215 @@
+"""The lesson's notebooks: the student's handout (scaffold.py), the solution, and what each cell of them is.
+
+A handout's given cells are recognised by their text (a student may lose cell
+ids and tags); `release` writes the handout a student receives, which holds no
+reference code.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from grader.base import files
+from grader.base.errors import LessonError
+from grader.intake import load
+from grader.lesson import lessons
+
+PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
+"""`{{NAME}}` in a Markdown cell: one of the lesson's variant numbers, filled in for the student's handout."""
+
+
+def scaffold(lesson: lessons.Lesson, numbers: dict[str, float] | None = None) -> Any:
+    """The student notebook built from `scaffold.py` (given cells + answer stubs), with the lesson's variant
+    numbers filled in: `numbers` where given (a student's own), else the seed's (each variant's first choice)."""
+    path = lesson.folder / "scaffold.py"
+    notebook = load.notebook_from_script(path.read_text(encoding="utf-8"))
+    notebook.metadata["kernelspec"] = dict(load.KERNEL)
+    notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1, "version": lesson.version}
+    values = {name: choices[0] for name, choices in lesson.variants} | dict(numbers or {})
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = FIGURE.sub(lambda m: _figure(lesson, m[1], int(m[2])), cell.source)
+            cell.source = PLACEHOLDER.sub(lambda m: f"{values[m[1]]:g}" if m[1] in values else m[0], cell.source)
+        elif cell.get("id") == lesson.variant_cell:
+            cell.source = variant_source(cell.source, values)
+    return notebook
+
+
+FIGURE = re.compile(r"\{\{figure:([a-z0-9-]+)/(\d+)\}\}")
+"""`{{figure:EXERCISE/INDEX}}` in a Markdown cell: the figure lesson.toml states for that public case, so the
+text and the check never disagree."""
+
+
+def _figure(lesson: lessons.Lesson, exercise_id: str, index: int) -> str:
+    cases = lesson.exercise(exercise_id).cases
+    if index >= len(cases) or not cases[index].has_expect:
+        raise LessonError(f"lesson {lesson.id}: {{{{figure:{exercise_id}/{index}}}}} names no stated figure")
+    value = cases[index].expect
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return repr(value)
+    return str(value) if isinstance(value, int) else f"{value:.12g}"
+
+
+def variant_source(source: str, values: dict[str, float]) -> str:
+    """A variant cell's source with each `NAME = ...` line of `values` set to its value (comments kept)."""
+    def line(text: str) -> str:
+        match = re.match(r"^([A-Z][A-Z0-9_]*)\s*=\s*[^#]*?(\s*#.*)?$", text)
+        if not match or match[1] not in values:
+            return text
+        value = values[match[1]]
+        shown = repr(int(value)) if float(value).is_integer() and "." not in repr(value) else repr(float(value))
+        return f"{match[1]} = {shown}{match[2] or ''}"
+    return "\n".join(line(text) for text in source.splitlines())
+
+
+def top_level_names(notebook: Any) -> set[str]:
+    """Names a notebook's code cells define at top level (functions, classes, assignments, imports)."""
+    import ast
+
+    names: set[str] = set()
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython magics, or a cell that does not parse: its names are not counted
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def needed_names(lesson: lessons.Lesson) -> set[str]:
+    """Every name the lesson's exercises need."""
+    return {name for ex in lesson.exercises for name in ex.needs}
+
+
+def other_lesson(lesson: lessons.Lesson, notebook: Any) -> tuple[str, int, int] | None:
+    """(id, names defined, names needed) of another lesson whose names the notebook defines far better."""
+    names = top_level_names(notebook)
+    own = len(needed_names(lesson) & names) / max(1, len(needed_names(lesson)))
+    best: tuple[float, str, int, int] | None = None
+    for other_id in lessons.available():
+        if other_id == lesson.id:
+            continue
+        try:
+            needs = needed_names(lessons.get(other_id))
+        except LessonError:
+            continue
+        share = len(needs & names) / max(1, len(needs))
+        if best is None or share > best[0]:
+            best = (share, other_id, len(needs & names), len(needs))
+    if best is None or best[0] < 0.5 or best[0] <= own:
+        return None
+    return best[1], best[2], best[3]
+
+
+@functools.cache
+def prompt_texts(lesson_id: str) -> frozenset[str]:
+    """The scaffold's own text (stripped) of its prediction and explanation cells: an unchanged one is unanswered."""
+    return frozenset(cell.source.strip() for cell in scaffold(lessons.get(lesson_id)).cells if cell.cell_type == "markdown"
+                     and {"prediction", "explanation"} & set(cell.metadata.get("tags", [])))
+
+
+@functools.cache
+def given_sources(lesson_id: str) -> frozenset[str]:
+    """The sources (stripped) of the scaffold's code cells tagged `given`."""
+    return frozenset(source.strip() for source in tagged(scaffold(lessons.get(lesson_id)).cells, "given"))
+
+
+@functools.cache
+def warm_sources(lesson_id: str) -> tuple[str, ...]:
+    """The sources of the lesson's `warm_cells`, checked: they must be the scaffold's first code cells, in order,
+    tagged `given`, and none may end in an expression (a kernel would display its value; the template shows
+    nothing). A template runs them once with the batch's hash seed; they must not print, draw random numbers
+    from a shared generator, start threads or read the clock, since every kernel then starts from that one run."""
+    lesson = lessons.get(lesson_id)
+    if not lesson.warm_cells:
+        return ()
+    code = [cell for cell in scaffold(lesson).cells if cell.cell_type == "code"]
+    first = [cell.get("id") for cell in code[:len(lesson.warm_cells)]]
+    if first != list(lesson.warm_cells):
+        raise LessonError(f"lesson {lesson.id}: warm_cells {list(lesson.warm_cells)} are not the scaffold's first "
+                          f"code cells ({first})")
+    sources = []
+    for cell in code[:len(lesson.warm_cells)]:
+        if "given" not in cell.get("metadata", {}).get("tags", []):
+            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.get('id')}' is not a given cell")
+        body = ast.parse(cell.source).body
+        if body and isinstance(body[-1], ast.Expr):
+            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.get('id')}' ends in an expression, "
+                              "whose value a kernel would display")
+        sources.append(cell.source)
+    return tuple(sources)
+
+
+def warm_prefix(lesson_id: str, notebook: Any) -> frozenset[int]:
+    """Indices of the notebook's cells that a template's warm run stands for: the first code cells with source,
+    when they are the lesson's warm cells unchanged and in order (matched by source, which the student controls
+    as much as ids and tags); otherwise none."""
+    sources = warm_sources(lesson_id)
+    if not sources:
+        return frozenset()
+    code = [(i, cell.source) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip()]
+    lead = code[:len(sources)]
+    if len(lead) < len(sources) or any(text.strip() != source.strip() for (_, text), source in zip(lead, sources)):
+        return frozenset()
+    return frozenset(i for i, _ in lead)
+
+
+@functools.cache
+def given_by_id(lesson_id: str) -> dict[str, str]:
+    """The scaffold's given code cells, by cell id."""
+    return {cell.get("id", ""): cell.source for cell in scaffold(lessons.get(lesson_id)).cells
+            if cell.cell_type == "code" and "given" in cell.metadata.get("tags", [])}
+
+
+def given_cells_in_order(lesson_id: str) -> list[str]:
+    """The scaffold's given code cells, in notebook order."""
+    return tagged(scaffold(lessons.get(lesson_id)).cells, "given")
+
+
+def release(lesson_id: str, out_dir: str | Path) -> Path:
+    """Write the student notebook `<out_dir>/<lesson id>.ipynb`; no reference code is in it."""
+    lesson = lessons.get(lesson_id)
+    return files.write_text(Path(out_dir) / f"{lesson.id}.ipynb", nbformat.writes(scaffold(lesson)))
+
+
+def answer_cells(lesson: lessons.Lesson) -> dict[str, Any]:
+    """The completed answer cells of `solutions/<id>/answers.py`, by cell id (ids start `answer-`)."""
+    path = lesson.solutions / "answers.py"
+    if not path.is_file():
+        raise LessonError(f"no reference for lesson {lesson.id}: {path} is missing (only instructors have solutions/: "
+                          "run from the course checkout, or name its folder with --course DIR or GRADER_COURSE)")
+    cells = load.notebook_from_script(path.read_text(encoding="utf-8")).cells
+    return {cell["id"]: cell for cell in cells if cell.cell_type == "code" and cell["id"].startswith("answer-")}
+
+
+def solution_notebook(lesson: lessons.Lesson) -> Any:
+    """The scaffold with every answer cell replaced by the reference answer."""
+    notebook = scaffold(lesson)
+    answers = answer_cells(lesson)
+    for cell in notebook.cells:
+        if cell["id"] in answers:
+            done = answers[cell["id"]]
+            cell.source = done.source
+    missing = set(answers) - {cell["id"] for cell in notebook.cells}
+    if missing:
+        raise LessonError(f"answers.py cells {sorted(missing)} match no answer cell of the scaffold")
+    return notebook
+
+
+def tagged(cells: Any, tag: str) -> list[str]:
+    return [c.source for c in cells if c.cell_type == "code" and tag in c.metadata.get("tags", [])]

@@ -1,0 +1,399 @@
+"""Lessons as data: `lessons/<id>/` (public) and `solutions/<id>/` (grader only).
+
+A lesson folder holds `lesson.toml` (exercises, points, kind, needed names and
+public cases with the figures the lesson text states), `scaffold.py` (the
+student notebook in `# %%` form: given cells tagged `given`, one answer cell per
+exercise tagged `answer`) and optionally `properties.py` (public consistency
+checks run in the grader process). A solutions folder holds `answers.py` (the
+completed answer cells, same ids), `hidden.py` (`cases(rng)`: hidden cases per
+exercise) and the generated `solution.ipynb`. Nothing in this module knows a
+particular lesson: a new lesson is a new pair of folders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader.base.errors import LessonError
+from grader.lesson import lesson_schema
+
+KINDS = ("simulated", "measured")
+KERNEL_ARG = "__kernel__"
+"""An argument `{"__kernel__": name}` is the student's own value of `name`, read in the kernel."""
+
+
+PACKAGED = Path(__file__).resolve().parent.parent / "course"
+"""Where an installed (non-editable) grader keeps its copy of `lessons/` and `templates/` (never `solutions/`)."""
+
+
+def course_roots() -> list[Path]:
+    """Folders searched for `lessons/`, `templates/` and `solutions/`, first match wins.
+
+    `GRADER_COURSE` (or `grader --course DIR`) first, then the checkout this
+    package runs from, then the copy installed with the package. `solutions/`
+    is instructor data: it is only ever found in the first two.
+    """
+    roots = []
+    env = os.environ.get("GRADER_COURSE")
+    if env:
+        roots.append(Path(env).resolve())
+    checkout = Path(__file__).resolve().parent.parent.parent
+    if (checkout / "lessons").is_dir():
+        roots.append(checkout)
+    roots.append(PACKAGED)
+    return roots
+
+
+def course_folder(name: str) -> Path:
+    """`lessons`, `templates` or `solutions`: the first root holding it (else where the first root would)."""
+    roots = course_roots()
+    return next((root / name for root in roots if (root / name).is_dir()), roots[0] / name)
+
+
+def course_root() -> Path:
+    """The root `lessons/` is read from (its git commit is recorded with every grade)."""
+    return course_folder("lessons").parent
+
+
+@dataclass(frozen=True)
+class Case:
+    """One probe request and the rule that judges its answer."""
+
+    name: str
+    """The student's name to call or read."""
+    mode: str
+    """`call` (call the name with args) or `value` (read it)."""
+    args: tuple[Any, ...] = ()
+    """Encoded positional arguments (arrays as `{"__array__": ...}`)."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Encoded keyword arguments."""
+    expect: Any = None
+    """The figure the lesson text states, or None to ask the reference."""
+    has_expect: bool = False
+    """Whether `expect` was given (None can be a real expectation)."""
+    raises: str | None = None
+    """`ValueError` when the contract requires the call to raise it."""
+    decimals: Any = None
+    """d (or {field: d}) for figures printed with d decimals: |x - printed| <= 0.5e-d + 1e-9."""
+    rtol: float = 1e-6
+    """Relative tolerance for other numbers."""
+    atol: float = 1e-9
+    """Absolute tolerance for other numbers."""
+    accepts: bool = False
+    """Only require that the call returns without raising (a valid edge case)."""
+    property: str | None = None
+    """Name of a consistency check in the lesson's `properties.py` instead of a comparison."""
+    hidden: bool = False
+    """Drawn at grading time; its reference answer is never shown."""
+    columns: tuple[str, ...] = ()
+    """Report columns for an answer of equal-length arrays: the first argument's name, then each array's."""
+    note: str = ""
+    """A label the report shows with this case's answer (e.g. "planning assumption")."""
+    reference: str | None = None
+    """The reference function whose answer on `args` is expected (default: the reference's own `name`)."""
+    shown: str = ""
+    """The label as first written, kept when kernel arguments are replaced by their values."""
+    hint: str = ""
+    """Said beside a wrong answer to this case: the mistake the lesson warns about (`hint`)."""
+    varies: bool = False
+    """Its stated figure is the seed's; under a student's own numbers (variants) the reference computes it."""
+    recompute: str = ""
+    """A consistency check against the student's own functions: an expression of the lesson's (never of student
+    data) evaluated in the kernel after the student's cells; the value read must equal what it gives."""
+
+    def kernel_names(self) -> tuple[str, ...]:
+        """Names of the student's values this case passes as arguments (`{kernel = "name"}`)."""
+        return tuple(arg[KERNEL_ARG] for arg in self.args if isinstance(arg, dict) and KERNEL_ARG in arg)
+
+    def label(self) -> str:
+        """How the case reads in feedback, e.g. `f(array([0.0, 1.0]), 2.0)`."""
+        if self.shown:
+            return self.shown
+        if self.mode == "value" and not self.args:
+            return f"`{self.name}`"
+        if self.mode == "value":
+            return f"`{self.name}` (given {', '.join(_show(arg) for arg in self.args)})"
+        parts = [_show(arg) for arg in self.args]
+        parts += [f"{key}={_show(value)}" for key, value in self.kwargs.items()]
+        return f"`{self.name}({', '.join(parts)})`"
+
+    def request(self) -> dict[str, Any]:
+        """The plain-data request the probe sends into the kernel."""
+        request = {"name": self.name, "mode": self.mode, "args": list(self.args), "kwargs": self.kwargs}
+        return dict(request, recompute=self.recompute) if self.recompute else request
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise of a lesson."""
+
+    id: str
+    """Exercise id, fixed by the contract."""
+    title: str
+    """Short human title."""
+    kind: str
+    """`simulated` (checked exactly) or `measured` (checked for structure only)."""
+    points: float
+    """Points for passing every case."""
+    needs: tuple[str, ...]
+    """Names the student notebook must define for this exercise."""
+    cases: tuple[Case, ...]
+    """Public cases (the figures the lesson text states)."""
+    scoring: str = "all"
+    """`all`: the points for passing every case, else 0 (the default). `cases`: the points times the share of
+    cases that passed, every case (public or hidden) weighing the same; excused cases count in neither."""
+    timed: tuple[str, ...] = ()
+    """Functions whose timed regions must wait for completion (`timed`): said as feedback, never graded."""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson's public definition."""
+
+    id: str
+    """Lesson id: the folder name under lessons/."""
+    title: str
+    """Title shown in reports."""
+    folder: Path
+    """`lessons/<id>/`."""
+    exercises: tuple[Exercise, ...]
+    """Graded exercises in report order."""
+    evidence: dict[str, str] = field(default_factory=dict)
+    """Names read after the run for the evidence report (not graded), each `measured` or `simulated`."""
+    figure: dict[str, Any] = field(default_factory=dict)
+    """The lesson's figure: panels drawn from evidence values (see render.figure_svg)."""
+    report: dict[str, str] = field(default_factory=dict)
+    """The lesson's own words in its reports (`[report]`): percentile_method, measured_units, simulated_values_note."""
+    warm_imports: tuple[str, ...] = ()
+    """Modules a batch's warm kernel template imports once for every kernel (`warm_imports`)."""
+    compile_warmup: str = ""
+    """Code run after the lesson's given cells to fill the JAX compilation cache every kernel reads (`compile_warmup`)."""
+    warm_cells: tuple[str, ...] = ()
+    """Ids of the scaffold's leading given cells a batch's warm kernel template runs once for every kernel whose
+    notebook starts with them unchanged (`warm_cells`; see warm_sources)."""
+    version: int = 1
+    """The lesson's release: raised whenever its given cells change what a notebook computes (`version`)."""
+    variants: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    """Numbers a course may draw per student (`[variants]`), each with its choices; the first is the seed's."""
+    variant_cell: str = ""
+    """The given cell that defines those numbers (`[variants] cell`)."""
+    earlier_given: tuple[tuple[str, int, str], ...] = ()
+    """Given cells of earlier releases, as (SHA-256 of the stripped source, release, the id of the current cell it
+    became) (`[[earlier_given]]`): a notebook holding one is graded with the current cell in its place."""
+
+    @property
+    def max_score(self) -> float:
+        """Sum of the exercises' points."""
+        return float(sum(ex.points for ex in self.exercises))
+
+    def exercise(self, exercise_id: str) -> Exercise:
+        """The exercise with this id."""
+        for ex in self.exercises:
+            if ex.id == exercise_id:
+                return ex
+        raise LessonError(f"lesson {self.id} has no exercise '{exercise_id}'")
+
+    @property
+    def solutions(self) -> Path:
+        """`solutions/<id>/` in the course folder or the checkout (absent on a student's machine)."""
+        return course_folder("solutions") / self.id
+
+
+def available() -> list[str]:
+    """Ids of the lessons in the course folder."""
+    root = course_folder("lessons")
+    return sorted(p.name for p in root.iterdir() if (p / "lesson.toml").is_file()) if root.is_dir() else []
+
+
+@functools.cache
+def get(lesson_id: str) -> Lesson:
+    """Load `lessons/<id>/lesson.toml`, or raise `LessonError`."""
+    folder = course_folder("lessons") / lesson_id
+    spec_path = folder / "lesson.toml"
+    if not spec_path.is_file():
+        known = available()
+        close = difflib.get_close_matches(lesson_id.replace("_", "-").lower(), known, n=1)
+        raise LessonError(f"unknown lesson '{lesson_id}'" + (f"; did you mean '{close[0]}'?" if close else "")
+                          + f" (known: {', '.join(known) or 'none'})")
+    try:
+        with spec_path.open("rb") as handle:
+            spec = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise LessonError(f"{spec_path}: not valid TOML: {exc}") from None
+    problem = lesson_schema.problem(spec)
+    if problem is not None:
+        raise LessonError(f"{spec_path}: {problem}")
+    exercises = tuple(_exercise(lesson_id, item) for item in spec.get("exercises", []))
+    if not exercises:
+        raise LessonError(f"{spec_path}: no [[exercises]]")
+    if any(not item.get("needs") for item in spec.get("exercises", [])):
+        exercises = _derived_needs(folder / "scaffold.py", exercises)
+    evidence = {str(k): str(v) for k, v in spec.get("evidence", {}).items()}
+    if any(kind not in KINDS for kind in evidence.values()):
+        raise LessonError(f"{spec_path}: every [evidence] name must be {' or '.join(KINDS)}")
+    warm = tuple(str(name) for name in spec.get("warm_imports", []))
+    if not all(re.fullmatch(r"[A-Za-z_][\w.]*", name) for name in warm):
+        raise LessonError(f"{spec_path}: warm_imports must be module names")
+    warmup = spec.get("compile_warmup", "")
+    if not isinstance(warmup, str):
+        raise LessonError(f"{spec_path}: compile_warmup must be a string of code")
+    cells = spec.get("warm_cells", [])
+    if not (isinstance(cells, list) and all(isinstance(c, str) for c in cells)):
+        raise LessonError(f"{spec_path}: warm_cells must be a list of cell ids")
+    return Lesson(id=spec.get("id", lesson_id), title=spec.get("title", lesson_id), folder=folder, exercises=exercises,
+                  evidence=evidence, figure=dict(spec.get("figure", {})),
+                  report={str(k): str(v) for k, v in spec.get("report", {}).items()}, warm_imports=warm,
+                  compile_warmup=warmup, warm_cells=tuple(cells), version=_version(spec, spec_path),
+                  earlier_given=_earlier_given(spec, spec_path),
+                  variants=tuple((str(k), tuple(v)) for k, v in spec.get("variants", {}).items() if k != "cell"),
+                  variant_cell=str(spec.get("variants", {}).get("cell", "")))
+
+
+def _derived_needs(scaffold: Path, exercises: tuple[Exercise, ...]) -> tuple[Exercise, ...]:
+    """An exercise without `needs` needs what its stub defines: the top-level names of the scaffold's
+    `answer-<exercise id>` cell (functions, classes, assignments)."""
+    import ast
+
+    from grader.intake import load
+
+    cells = {cell.get("id"): cell.source for cell in load.notebook_from_script(scaffold.read_text("utf-8")).cells}
+    derived = []
+    for ex in exercises:
+        names: list[str] = []
+        try:
+            body = ast.parse(cells.get(f"answer-{ex.id}", "")).body
+        except SyntaxError:
+            body = []
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+            elif isinstance(node, ast.Assign):
+                names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        derived.append(ex if ex.needs else dataclasses.replace(ex, needs=tuple(dict.fromkeys(names))))
+    return tuple(derived)
+
+
+def _earlier_given(spec: dict[str, Any], spec_path: Path) -> tuple[tuple[str, int, str], ...]:
+    earlier = tuple((item["sha256"], item["release"], item["cell"]) for item in spec.get("earlier_given", []))
+    version = spec.get("version", 1)
+    if any(release >= version for _, release, _ in earlier if isinstance(version, int)):
+        raise LessonError(f"{spec_path}: every earlier_given release must be below the lesson's version ({version})")
+    return earlier
+
+
+def _version(spec: dict[str, Any], spec_path: Path) -> int:
+    version = spec.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise LessonError(f"{spec_path}: version must be a whole number of at least 1")
+    return version
+
+
+def released_version(notebook: Any) -> int | None:
+    """The lesson version a notebook was released as (`grader release` writes it), if it says."""
+    meta = notebook.metadata.get("grader") if isinstance(notebook.metadata, dict) else None
+    version = meta.get("version") if isinstance(meta, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+SCORINGS = ("all", "cases")
+"""How an exercise scores: all-or-nothing, or by the share of its cases that passed."""
+
+
+def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
+    ex_id = item["id"]
+    kind = item.get("kind", "simulated")
+    if kind not in KINDS:
+        raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: kind must be one of {KINDS}")
+    cases = tuple(case_from_spec(spec) for spec in item.get("cases", []))
+    for case in cases:
+        if not (case.has_expect or case.raises or case.property or case.accepts or case.recompute):
+            raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: public case {case.label()} states no expectation")
+    scoring = item.get("scoring", "all")
+    if scoring not in SCORINGS:
+        raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: scoring must be one of {SCORINGS}, not {scoring!r}")
+    return Exercise(id=ex_id, title=item.get("title", ex_id), kind=kind, points=float(item.get("points", 1)),
+                    needs=tuple(item.get("needs", [])), cases=cases, scoring=scoring,
+                    timed=tuple(item.get("timed", [])))
+
+
+def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
+    """Build a Case from its TOML (or hidden-generator) form."""
+    if "call" in spec:
+        name, mode = spec["call"], "call"
+    elif "value" in spec:
+        name, mode = spec["value"], "value"
+    else:
+        raise LessonError(f"case {spec!r} names neither `call` nor `value`")
+    return Case(
+        name=name, mode=mode,
+        args=tuple(_arg(a) for a in spec.get("args", [])),
+        kwargs={k: _arg(v) for k, v in spec.get("kwargs", {}).items()},
+        expect=spec.get("expect"), has_expect="expect" in spec or bool(spec.get("expect_none")),  # TOML has no null
+        raises=spec.get("raises"), decimals=spec.get("decimals"),
+        rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)),
+        accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
+        columns=tuple(spec.get("columns", ())), note=str(spec.get("note", "")),
+        reference=spec.get("reference"), recompute=str(spec.get("recompute", "")), varies=bool(spec.get("varies")),
+        hint=str(spec.get("hint", "")),
+    )
+
+
+def _arg(value: Any) -> Any:
+    """TOML argument forms: `{array = [...]}` and `{normal = [rows, cols], seed = n}` become float arrays;
+    `{kernel = "name"}` is the student's own value of `name`."""
+    if isinstance(value, dict) and set(value) == {"kernel"}:
+        return {KERNEL_ARG: str(value["kernel"])}
+    if isinstance(value, dict) and "array" in value:
+        return {"__array__": np.asarray(value["array"], dtype=float).tolist()}
+    if isinstance(value, dict) and "normal" in value:
+        drawn = np.random.default_rng(int(value.get("seed", 0))).normal(size=tuple(value["normal"]))
+        return {"__array__": drawn.tolist()}
+    if isinstance(value, np.ndarray):
+        return {"__array__": value.astype(float).tolist()}
+    return value
+
+
+PASTE_ITEMS = 64
+"""Inputs up to this many numbers are shown whole, so a student can paste a case and rerun it."""
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict) and KERNEL_ARG in value:
+        return str(value[KERNEL_ARG])
+    if isinstance(value, dict) and "__array__" in value:
+        flat = np.asarray(value["__array__"], dtype=float)
+        if flat.size > PASTE_ITEMS:
+            return f"<array shape {list(flat.shape)}: rebuild it with the seed recorded in the result>"
+        return f"np.array({_literal(flat.tolist())})"
+    if isinstance(value, list) and len(value) > PASTE_ITEMS:
+        return f"<list of {len(value)}>"
+    text = repr(value)
+    records = isinstance(value, list) and all(isinstance(item, dict) for item in value)
+    if len(text) > (40 if records else 4) * PASTE_ITEMS and isinstance(value, (list, dict)):  # a few records: whole
+        if isinstance(value, dict):
+            return f"<dict of {len(value)} keys>"
+        kinds = "/".join(sorted({type(item).__name__ for item in value}))
+        return f"<list of {len(value)} {kinds}s>"
+    return text
+
+
+def _literal(value: Any) -> str:
+    """Nested lists of floats as Python source (nan and infinities as NumPy names)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if math.isnan(value):
+        return "np.nan"
+    if math.isinf(value):
+        return "np.inf" if value > 0 else "-np.inf"
+    return repr(float(value))

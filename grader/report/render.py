@@ -1,0 +1,378 @@
+"""Step 6, render: reports, the batch dashboard and portfolios, from result data only.
+
+One Jinja environment over `templates/`, autoescaped (student output is
+untrusted HTML) with StrictUndefined. Templates receive `GradeResult.to_dict()`
+data, never live objects. Measured, simulated and as-submitted values stay in
+separate sections.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from typing import Any
+
+import jinja2
+import markupsafe
+
+from grader.base import escape
+from grader.base.errors import LessonError
+from grader.intake import roster as class_list
+from grader.judge import mistakes
+from grader.lesson import lessons
+from grader.lesson.lessons import course_folder
+from grader.report import figure
+from grader.result.evidence import Evidence, Shown
+from grader.result.record import INTERNAL_ERROR
+from grader.run.decoded import Opaque
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one Jinja environment."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(course_folder("templates"))),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["points"] = points
+    env.filters["plain"] = _plain_value
+    env.filters["ticks"] = ticks
+    return env
+
+
+def ticks(text: Any) -> markupsafe.Markup:
+    """A message written for Markdown and terminals, for a page: escaped, then each `code span` as <code>."""
+    escaped = str(markupsafe.escape(str(text)))
+    return markupsafe.Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+
+
+def points(value: Any) -> str:
+    """A score for people: at most two decimals (a score by cases can be 27/28 of a point), no trailing zeros."""
+    try:
+        return f"{round(float(value), 2):g}"
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+    return str(value)
+
+
+def _plain_value(value: Any, limit: int = 300) -> str:
+    """A decoded value (evidence.Evidence) as short readable text: arrays as lists, floats to 6 places."""
+    def walk(v: Any) -> Any:
+        if hasattr(v, "tolist"):
+            return walk(v.tolist())
+        if isinstance(v, Opaque):
+            return f"<{v.type_name}>"
+        if isinstance(v, dict):
+            return {str(walk(k)): walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        if isinstance(v, float):
+            return round(v, 6)
+        return v
+    text = str(walk(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return _num(value, 6)
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    return _plain_value(value, 120) if not isinstance(value, str) else value
+
+
+def _is_list(value: Any) -> bool:
+    return (isinstance(value, list) or getattr(value, "ndim", 0) > 0) and not isinstance(value, str)
+
+
+def _floats(value: Any) -> list[float]:
+    flat = value.ravel().tolist() if hasattr(value, "ravel") else value
+    return [float(v) for v in flat if isinstance(v, (int, float))]
+
+
+def _table_of_dicts(rows: list[dict[str, Any]], lead: list[str] | None = None) -> dict[str, Any]:
+    """Columns from the dicts' keys; list-valued keys become a count column and a collapsed list."""
+    rows = [{str(k): v for k, v in row.items()} for row in rows]
+    columns: list[str] = []
+    listed: list[str] = []
+    for row in rows:
+        for key, value in row.items():
+            if key not in columns and key not in listed:
+                (listed if _is_list(value) else columns).append(key)
+    labels = lead or [f"{columns[0]} {_cell(row.get(columns[0], ''))}" if columns else str(i + 1)
+                      for i, row in enumerate(rows)]
+    body, samples = [], []
+    for i, row in enumerate(rows):
+        counts = []
+        for key in listed:
+            flat = _floats(row.get(key, []))
+            counts.append(str(len(flat)))
+            samples.append({"row": labels[i], "key": key, "count": len(flat),
+                            "list": ", ".join(_num(v, 6) for v in flat)})
+        body.append(([lead[i]] if lead else []) + [_cell(row.get(key, "")) for key in columns] + counts)
+    return {"kind": "table", "columns": (["input"] if lead else []) + columns + [f"{k} (count)" for k in listed],
+            "rows": body, "samples": samples}
+
+
+def _answer_view(answers: tuple[Shown, ...]) -> list[dict[str, Any]]:
+    """Turn one exercise's public answers into tables and labelled values."""
+    views: list[dict[str, Any]] = []
+    pending: list[Shown] = []
+
+    def flush() -> None:
+        if pending:
+            views.append(dict(_table_of_dicts([a.value for a in pending], [a.case for a in pending]),
+                              title=pending[0].name))
+            pending.clear()
+
+    for a in answers:
+        value = a.value if a.has_value else None
+        if isinstance(value, dict):
+            if pending and pending[0].name != a.name:
+                flush()
+            pending.append(a)
+            continue
+        flush()
+        if a.raised:
+            views.append({"kind": "value", "label": a.case, "value": f"raised {a.raised}", "note": a.note})
+        elif not a.has_value:
+            views.append({"kind": "value", "label": a.case, "value": "not defined", "note": ""})
+        elif a.columns and isinstance(value, list) and a.args:
+            views.append(_timeline(a, value))
+        else:
+            views.append({"kind": "value", "label": a.case, "value": _cell(value), "note": a.note})
+    flush()
+    return views
+
+
+def _timeline(answer: Shown, value: list[Any]) -> dict[str, Any]:
+    import numpy as np
+
+    try:
+        arrays = [np.asarray(answer.args[0], dtype=float).ravel()] + [np.asarray(v, dtype=float).ravel() for v in value]
+    except (TypeError, ValueError):
+        return {"kind": "value", "label": answer.case, "value": _cell(value), "note": ""}
+    length = min(len(a) for a in arrays)
+    rows = [[_num(float(a[i]), 6) for a in arrays] for i in range(length)]
+    return {"kind": "table", "title": answer.case, "columns": list(answer.columns), "rows": rows, "samples": []}
+
+
+def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
+    """Everything a report template needs, derived from the result data only.
+
+    The values shown are the student's: one that cannot be drawn or tabled
+    (a number too large for a float, a ragged list) costs that section, with
+    a line saying so, never the report.
+    """
+    seen = Evidence.of({})
+    try:
+        seen = Evidence.of(result)  # the student's values, decoded once for the tables and the figure
+        context = _values_context(seen)
+    except Exception as err:
+        context = {"measured_values": [], "simulated_views": {}, "simulated_values": [], "measured_answers": {},
+                   "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
+    context["figure"] = ""
+    context["replay"] = replay_command(result)
+    context["receipt"] = RECEIPT
+    context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])
+    spec: dict[str, Any] = {}
+    prose: dict[str, str] = {}
+    if result.get("lesson") and result.get("status") == "graded":
+        try:
+            spec, prose = lessons.get(result["lesson"]).figure, lessons.get(result["lesson"]).report
+        except LessonError:  # a report of an unknown lesson still renders, without the figure
+            spec = {}
+    context["figure_caption"] = str(spec.get("caption", ""))
+    context["simulated_note"] = prose.get("simulated_values_note", "")
+    context["figure_labels"] = [str(label) for label in spec.get("labels", ["simulated"])]
+    context["comparison"] = None
+    context["comparison_absent"] = ""
+    context["comparison_note"] = prose.get("comparison_note", "")
+    shown_apart = {str(name) for key, name in (spec.get("compare") or {}).items() if key in ("measured", "simulated", "context")}
+    context["measured_values"] = [x for x in context["measured_values"] if x.get("title", x.get("label")) not in shown_apart]
+    context["simulated_values"] = [x for x in context["simulated_values"] if x["label"] not in shown_apart]
+    if spec:
+        try:
+            context["comparison"] = figure.comparison(seen, spec)
+        except Exception as err:
+            context["unshown"] = f"the comparison could not be computed from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
+        context["comparison_absent"] = comparison_absent(result, spec, seen)
+        try:  # the Markdown report has no figure: drawing one for it would be wasted work
+            drawn = figure.layout(seen, spec) if draw else None
+            context["figure"] = environment().get_template("figure.svg.j2").render(f=drawn) if drawn else ""
+        except Exception as err:
+            context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
+    return context
+
+
+def comparison_absent(result: dict[str, Any], spec: dict[str, Any], seen: Evidence | None = None) -> str:
+    """Why the lesson's measured-beside-simulated comparison is missing a side on this run ("" when it is whole):
+    which values the notebook left undefined, and the verdicts that explain it."""
+    compare = spec.get("compare") or {}
+    if not compare or result.get("status") != "graded":
+        return ""
+    seen = seen if seen is not None else Evidence.of(result)
+    lacking = [str(compare[side]) for side in figure.SIDES
+               if compare.get(side) and not isinstance(seen.value(side, str(compare[side])), dict)]
+    if not lacking:
+        return ""
+    exercises = result.get("exercises") or []
+    excused = [m for e in exercises for m in e.get("messages") or [] if "not compared on this run" in m]
+    failing = [f"{e['id']} ({e['status']})" for e in exercises if e.get("status") != "passed"]
+    why = (f"No {'table or figure' if len(lacking) == len(figure.SIDES) else 'complete table'} of "
+           f"{compare.get('title') or 'the comparison'} on this run: the notebook left "
+           f"{' and '.join(f'`{name}`' for name in lacking)} undefined (the given comparison cell builds them from "
+           "the live records, the fitted costs and the simulation)")
+    if excused:
+        return f"{why}. {excused[0][0].upper()}{excused[0][1:]}"
+    if failing:
+        return f"{why}. Exercises not passing: {', '.join(failing)}"
+    return why
+
+
+def replay_command(result: dict[str, Any]) -> str:
+    """The command that replays a grade's hidden cases, quoted for a shell whatever the file is called;
+    "" where the result holds no seed to replay."""
+    if result.get("seed") is None or result.get("hash_seed") is None:
+        return ""
+    return escape.command(["grader", "grade", result.get("submission") or "SUBMISSION", "--lesson",
+                           result.get("lesson") or "", "--seed", result["seed"], "--hash-seed", result["hash_seed"]])
+
+
+def _values_context(seen: Evidence) -> dict[str, Any]:
+    measured_values = []
+    for name, data in seen.values["measured"].items():
+        if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+            measured_values.append(dict(_table_of_dicts(data), title=name))
+        else:
+            shown = _cell(data) if data is not None else "not defined"
+            measured_values.append({"kind": "value", "label": name, "value": shown, "note": ""})
+    simulated_views = {ex: _answer_view(answers) for ex, answers in seen.answers["simulated"].items()}
+    simulated_values = [{"label": name, "value": _plain_value(value, 400) if value is not None else "not defined"}
+                        for name, value in seen.values["simulated"].items()]
+    return {"measured_values": measured_values, "simulated_views": simulated_views,
+            "simulated_values": simulated_values, "measured_answers": seen.answers["measured"], "unshown": ""}
+
+
+RECEIPT = (("CPU", "cpu_model"), ("cores", "cpu_count"), ("memory (bytes)", "memory_bytes"), ("OS", "os_release"),
+           ("kernel", "os"), ("Python", "python"), ("JAX", "jax"), ("jaxlib", "jaxlib"),
+           ("device asked for", "device_requested"), ("device used (seen working before the student's cells)", "device_used"),
+           ("fell back to the CPU because", "device_fallback_reason"),
+           ("JAX backend (reported by the kernel after the student's cells)", "jax_backend"),
+           ("device (reported by the kernel)", "jax_device_kind"), ("devices (reported by the kernel)", "jax_device_count"),
+           ("matmul precision (reported by the kernel)", "jax_matmul_precision"), ("grader", "grader"),
+           ("grader commit", "grader_commit"), ("isolation", "isolation"), ("grading jobs at once", "jobs_at_once"))
+"""The environment receipt, in the style of an inference benchmark's system description. What the kernel
+reported after the student's cells is labelled so: the student's code could have changed it."""
+
+
+def warm() -> None:
+    """Compile the report and figure templates once, before workers fork."""
+    environment().get_template("report.html.j2")
+    environment().get_template("figure.svg.j2")
+
+
+def report_html(result: dict[str, Any]) -> str:
+    """The evidence report of one result, as a self-contained HTML page."""
+    return environment().get_template("report.html.j2").render(r=result, v=report_context(result))
+
+
+def report_md(result: dict[str, Any]) -> str:
+    """The evidence report of one result, as Markdown."""
+    return markdown_environment().get_template("report.md.j2").render(r=result, v=report_context(result, draw=False))
+
+
+@functools.lru_cache(maxsize=1)
+def markdown_environment() -> jinja2.Environment:
+    """The Jinja environment of Markdown pages: every value shown as written (escape.md_text), never as HTML
+    entities; `code` makes a value inline code that its own backticks cannot end."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(course_folder("templates"))), autoescape=False,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=lambda value: value if isinstance(value, markupsafe.Markup) else escape.md_text(value))
+    env.filters.update(environment().filters)
+    env.filters["code"] = lambda value: markupsafe.Markup(escape.md_code(" ".join(str(value).splitlines())))
+    env.filters["cells"] = lambda values: markupsafe.Markup(" | ".join(escape.md_text(v) for v in values))
+    return env
+
+
+def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
+                   changes: list[Any] | None = None, similar: Any = None) -> dict[str, Any]:
+    """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students."""
+    from collections import Counter
+
+    graded = [r for r in results if r["status"] == "graded"]
+    max_score = lesson.max_score
+    bins = Counter(int(math.floor(r["score"] + 1e-9)) for r in graded)
+    fractional = {int(math.floor(r["score"] + 1e-9)) for r in graded if abs(r["score"] - round(r["score"])) > 1e-9}
+    distribution = [{"score": f"{s} to <{s + 1}" if s in fractional else str(s), "count": bins.get(s, 0)}
+                    for s in range(int(max_score) + 1)]
+    exercises = []
+    grouped = mistakes.grouped(graded)
+    for ex in lesson.exercises:
+        verdicts = [e for r in graded for e in r["exercises"] if e["id"] == ex.id]
+        passed = sum(1 for e in verdicts if e["status"] == "passed")
+        exercises.append({"id": ex.id, "kind": ex.kind, "passed": passed, "total": len(verdicts),
+                          "rate": passed / len(verdicts) if verdicts else 0.0,
+                          "statuses": dict(Counter(e["status"] for e in verdicts)),
+                          "mistakes": grouped.get(ex.id, [])})
+    trouble = [{"student": r["student"], "statuses": sorted({e["status"] for e in r["exercises"]} & {"error", "timeout"})}
+               for r in graded if any(e["status"] in ("error", "timeout") for e in r["exercises"])]
+    failures = [r for r in results if (r.get("error") or "").startswith(INTERNAL_ERROR)]
+    return {"lesson": lesson.id, "title": lesson.title, "count": len(results), "graded": len(graded),
+            "rejected": [r for r in results if r["status"] != "graded" and r not in failures],
+            "failures": failures,
+            "unisolated": [r["student"] for r in graded if r.get("isolated") is False],
+            "hosts": Counter(r["host"] for r in graded if r.get("host")).most_common(),
+            "devices": Counter(r["device"] for r in graded if r.get("device")).most_common(),
+            "differing": [{"student": r["student"], "count": r["differing_outputs"]} for r in graded
+                          if r.get("differing_outputs")],
+            "mean": sum(r["score"] for r in graded) / len(graded) if graded else 0.0, "max_score": max_score,
+            "distribution": distribution, "peak": max([d["count"] for d in distribution] or [1]) or 1,
+            "exercises": exercises, "trouble": trouble,
+            "absent": list(absent), "outside": [r["student"] for r in results if r.get("on_roster") is False],
+            "late": [r["student"] for r in results if r.get("late")],
+            "regraded": changes is not None, "changes": list(changes or []),
+            "similar": None if similar is None else _similar(similar),
+            "exercise_ids": [ex.id for ex in lesson.exercises],
+            "students": [{"student": r["student"], "name": r.get("name") or "", "status": r["status"], "score": r.get("score", 0),
+                          "max_score": r.get("max_score", max_score), "error": r.get("error"),
+                          "by_exercise": {e["id"]: e["status"] for e in r.get("exercises") or []}} for r in results]}
+
+
+DASHBOARD_PAIRS = 50
+"""Flagged pairs listed on the dashboard (similarity.html shows more, `grader similarity --json` all)."""
+
+
+def _similar(report: Any) -> dict[str, Any]:
+    pairs = [{"kind": kind, "students": p.students, "score": p.score, "shared": p.shared}
+             for kind in ("code", "prose") for p in getattr(report, kind) if p.flagged]
+    return {"threshold": report.threshold, "pairs": pairs[:DASHBOARD_PAIRS], "more": len(pairs) - DASHBOARD_PAIRS}
+
+
+def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
+                   changes: list[Any] | None = None, similar: Any = None) -> str:
+    """The instructor's batch dashboard (`OUTDIR/index.html`); after a regrade, with what it changed; with the
+    pairs of similar work flagged for review (similarity.Report), where it was computed."""
+    data = dashboard_data(results, lesson, absent, changes, similar)
+    names = {r["student"]: r.get("name") for r in [*results, *absent] if r.get("name")}
+    return environment().get_template("dashboard.html.j2").render(d=data, who=lambda student: class_list.who(names, student))
+
+
+
+def portfolio_index(students: list[str], entries: list[dict[str, Any]], keys: list[str] | None = None) -> str:
+    """The portfolio's index page (with the fingerprints of the keys that signed its results)."""
+    return environment().get_template("portfolio/index.html.j2").render(students=students, entries=entries,
+                                                                         keys=keys or [])

@@ -1,0 +1,77 @@
+"""Evidence: a result's measured and simulated values, decoded once for the reports and the figure.
+
+A result JSON keeps the student's values as the wire carried them (so a
+signed result is exactly what came back from the kernel). Its reader, the
+report or the figure, takes `Evidence.of(result)` once: every value decoded
+(decoded.decode), the public answers as `Shown` records, absent values as
+None. Nothing in render.py or figure.py decodes wire data itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.run.decoded import NOTHING, decode
+
+KINDS = ("measured", "simulated")
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One public answer, as the report shows it."""
+
+    case: str
+    """The call, as the student would write it."""
+    name: str
+    """The function or value asked for."""
+    args: tuple[Any, ...] = ()
+    """The call's arguments, decoded."""
+    columns: tuple[str, ...] = ()
+    """Names of the returned values, where the lesson gives them."""
+    note: str = ""
+    """The lesson's note on this case."""
+    value: Any = NOTHING
+    """The answer, decoded (NOTHING when it raised or the name is undefined)."""
+    raised: str = ""
+    """The exception's type, when it raised."""
+    message: str = ""
+    """The exception's text."""
+
+    @property
+    def has_value(self) -> bool:
+        return self.value is not NOTHING
+
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> Shown:
+        raised = entry.get("raised") if isinstance(entry.get("raised"), dict) else {}
+        return cls(str(entry.get("case", "")), str(entry.get("name", "")), tuple(decode(list(entry.get("args") or []))),
+                   tuple(str(c) for c in entry.get("columns") or ()), str(entry.get("note") or ""),
+                   decode(entry["value"]) if "value" in entry else NOTHING, str(raised.get("type", "")),
+                   str(raised.get("message", "")))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A result's values by kind (`measured`, `simulated`): named values and, per exercise, the public answers."""
+
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """kind -> name -> decoded value (None when the notebook left it undefined)."""
+    answers: dict[str, dict[str, tuple[Shown, ...]]] = field(default_factory=dict)
+    """kind -> exercise id -> its public answers."""
+
+    @classmethod
+    def of(cls, result: dict[str, Any]) -> Evidence:
+        values: dict[str, dict[str, Any]] = {}
+        answers: dict[str, dict[str, tuple[Shown, ...]]] = {}
+        for kind in KINDS:
+            section = result.get(kind) if isinstance(result.get(kind), dict) else {}
+            values[kind] = {str(name): decode(value) if value is not None else None
+                            for name, value in (section.get("values") or {}).items()}
+            answers[kind] = {str(ex): tuple(Shown.of(entry) for entry in entries if isinstance(entry, dict))
+                             for ex, entries in (section.get("answers") or {}).items()}
+        return cls(values, answers)
+
+    def value(self, kind: str, name: str) -> Any:
+        """One named value (None when absent)."""
+        return self.values.get(kind, {}).get(name)
