@@ -42,6 +42,24 @@ def test_what_cannot_be_plain_data_is_named_not_raised():
     assert wire.encode(Hostile()) == {"__object__": "Hostile"}
 
 
-def test_decode_turns_input_arrays_into_floats():
-    decoded = wire.decode([{"__array__": [1, 2], "shape": [2], "kind": "i"}, {"a": 1}])
-    assert decoded[0].dtype == float and decoded[0].tolist() == [1.0, 2.0] and decoded[1] == {"a": 1}
+def test_one_rule_decodes_on_both_sides_of_the_kernel():
+    """An input array without a kind is float; an answer's array keeps its kind; dict keys come back as tuples;
+    what was not encoded is Opaque. The kernel runs this module's own source, so it decodes by the same rule."""
+    from grader.run import decoded, probe
+
+    data = [{"__array__": [1, 2], "shape": [2]}, {"__array__": [1, 2], "shape": [2], "kind": "i"},
+            {"__array__": [True], "shape": [1], "kind": "b"}, {"__dict__": [[[1, 2], "pair"], [3, "three"]]},
+            {"__object__": "Widget"}, {"a": 1}]
+    kernel: dict = {}
+    exec(compile(probe.WIRE_SOURCE, "<grader wire>", "exec"), kernel)
+    for decode in (wire.decode, kernel["decode"]):
+        floats, ints, flags, keyed, opaque, plain = decode(data)
+        assert floats.dtype == np.float64 and floats.tolist() == [1.0, 2.0]
+        assert ints.dtype == np.int64 and ints.tolist() == [1, 2]
+        assert flags.dtype == np.bool_ and flags.tolist() == [True]
+        assert keyed == {(1, 2): "pair", 3: "three"}
+        assert type(opaque).__name__ == "Opaque" and opaque.type_name == "Widget"
+        assert plain == {"a": 1}
+    assert decoded.decode is wire.decode and decoded.Opaque is wire.Opaque  # the one decoder
+    assert isinstance(wire.decode({"__array__": [[1], [2, 3]], "kind": "f"}), wire.Opaque)  # ragged: not an array
+    assert wire.decode({"__dict__": [[[{"a": 1}], "x"]]}) == wire.Opaque("dict")  # an unhashable key (a dict)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.lesson.lessons import Case
-from grader.run import wire
 from grader.run.decoded import Answer, as_answered, decode
 
 
@@ -102,7 +101,7 @@ def reference_answer(case: Case, reference: dict[str, Any]) -> Any:
     target = reference[case.reference or case.name]
     if case.mode == "value" and not case.reference:
         return target
-    return target(*wire.decode(list(case.args)), **wire.decode(case.kwargs))
+    return target(*decode(list(case.args)), **decode(case.kwargs))
 
 
 def resolved(case: Case, answer: Answer, expect: Expectation,

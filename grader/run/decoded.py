@@ -2,9 +2,10 @@
 
 The probe's answer line is checked against its JSON schema (probe.py), then
 turned into `Answer` records here, and nowhere else: the judge, the evidence
-and the reports read these records, never the wire dicts. `decode` turns the
-wire's encoded values (see wire.py) into Python and NumPy values; a value the
-kernel could not encode, or that does not decode, stays an `Opaque`.
+and the reports read these records, never the wire dicts. Values are decoded
+by `wire.decode`, the one decoder (the kernel decodes a case's inputs with the
+same function); a value the kernel could not encode, or that does not decode,
+is an `Opaque`.
 
 A case's own arguments (`Answer.args`) stay in their wire form: that is the
 form a case's inputs travel in (`lessons.Case.args`), and the reference is
@@ -16,16 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from grader.run import wire
+from grader.run.wire import Opaque, decode
 
-
-@dataclass(frozen=True)
-class Opaque:
-    """An answer the probe could not turn into plain data."""
-
-    type_name: str
+__all__ = ["NOTHING", "NO_ANSWER", "Answer", "Opaque", "Own", "Raised", "as_answered", "decode"]
 
 
 class _Nothing:
@@ -46,41 +41,6 @@ class _Nothing:
 
 
 NOTHING = _Nothing()
-
-
-_DTYPES = {"b": bool, "i": np.int64, "u": np.uint64, "f": float}
-
-
-def _hashable(key: Any) -> Any:
-    """A list key (a tuple before the wire) as a tuple again."""
-    return tuple(_hashable(k) for k in key) if isinstance(key, list) else key
-
-
-def decode(data: Any) -> Any:
-    """Wire data as Python values: arrays keep their kind (bool, int or float), dict keys their tuples, and what
-    could not be encoded or decoded is Opaque."""
-    if isinstance(data, list):
-        return [decode(item) for item in data]
-    if isinstance(data, dict):
-        if "__array__" in data:
-            try:
-                return np.asarray(data["__array__"], dtype=_DTYPES.get(data.get("kind", "f"), float))
-            except (TypeError, ValueError, OverflowError):
-                return Opaque("array")
-        if "__dict__" in data:
-            out = {}
-            for pair in data["__dict__"]:
-                key = decode(pair[0])
-                key = key.item() if isinstance(key, np.ndarray) and key.ndim == 0 else _hashable(key)
-                try:
-                    out[key] = decode(pair[1])
-                except TypeError:  # an unhashable key (a list): the dict is not plain data
-                    return Opaque("dict")
-            return out
-        if "__object__" in data:
-            return Opaque(str(data["__object__"]))
-        return {key: decode(value) for key, value in data.items()}
-    return data
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ Encoded forms:
   become ``{"__array__": nested list, "shape": [...], "kind": "b"|"i"|"u"|"f"}``
   (scalars: shape ``[]``);
 - dicts become ``{"__dict__": [[key, value], ...]}`` (keys may be any type);
-- anything else becomes ``{"__object__": "TypeName"}``.
+- anything else becomes ``{"__object__": "TypeName"}`` (decoded as an ``Opaque``).
 Probe inputs use ``{"__array__": ...}`` for arguments that arrive as NumPy
 float arrays; everything else arrives as plain Python data.
 """
+
+from dataclasses import dataclass
 
 MAX_ITEMS = 1_000_000
 MAX_TEXT = 100_000
@@ -54,20 +56,50 @@ def _encode_array(value):
     return {"__array__": array.tolist(), "shape": list(array.shape), "kind": array.dtype.kind}
 
 
+@dataclass(frozen=True)
+class Opaque:
+    """A value the kernel could not encode, or that does not decode: its type's name (or what went wrong)."""
+
+    type_name: str
+
+
+_KINDS = {"b": "bool", "i": "int64", "u": "uint64", "f": "float64"}
+
+
 def decode(data):
-    """Turn encoded probe inputs back into Python values (arrays as float arrays)."""
+    """Encoded data as Python values, by one rule on both sides of the kernel: arrays keep their kind (bool, int or
+    float; an input array without a kind is float), dict keys their tuples, and what was not encoded, or does
+    not decode, is an Opaque."""
     if isinstance(data, list):
         return [decode(item) for item in data]
     if isinstance(data, dict):
         if "__array__" in data:
             import numpy
 
-            return numpy.asarray(data["__array__"], dtype=float)
+            try:
+                return numpy.asarray(data["__array__"], dtype=_KINDS.get(data.get("kind", "f"), "float64"))
+            except (TypeError, ValueError, OverflowError):
+                return Opaque("array")
         if "__dict__" in data:
-            return {_hashable(decode(k)): decode(v) for k, v in data["__dict__"]}
-        return {key: decode(item) for key, item in data.items()}
+            return _decode_dict(data["__dict__"])
+        if "__object__" in data:
+            return Opaque(str(data["__object__"]))
+        return {key: decode(value) for key, value in data.items()}
     return data
 
 
+def _decode_dict(pairs):
+    out = {}
+    for key, value in pairs:
+        key = decode(key)
+        key = key.item() if getattr(key, "ndim", None) == 0 else _hashable(key)
+        try:
+            out[key] = decode(value)
+        except TypeError:  # an unhashable key (a list inside a tuple): the dict is not plain data
+            return Opaque("dict")
+    return out
+
+
 def _hashable(key):
+    """A list key (a tuple before the wire) as a tuple again."""
     return tuple(_hashable(k) for k in key) if isinstance(key, list) else key
