@@ -3,11 +3,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: samples test deps bench
+.PHONY: samples test lint deps bench
 $(BIN)/grader: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dask]'
+	$(BIN)/pip install --quiet -e '.[test,dask,lint]'
 	touch $@
 
 # bubblewrap gives every kernel its own namespaces. Without it, a batch as root refuses students' code (it would
@@ -28,6 +28,11 @@ samples: deps $(BIN)/grader
 
 test: deps $(BIN)/grader
 	$(BIN)/python -m pytest -q
+
+# The house's habits: ruff (lint, import order) over the repository and mypy over the package (pyproject.toml).
+lint: $(BIN)/grader
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: deps $(BIN)/grader
 	$(BIN)/python bench/run_all.py

@@ -4,7 +4,7 @@ Traces one `grader grade` (a sample of inference-capacity, HTML and JSON report 
 `sys.setprofile`, keeping every call that crosses from one room of the package into another. A room is a
 module, and a floor is a stage: a folder of `grader/` (base, intake, lesson, kernel, run, judge, result, report,
 classroom) or the top (cli, grading). A move goes back up when it enters a room the walk has already left.
-Usage: python bench/grade_walk.py [TREE] (TREE: a checkout of the grader, default this one; for a flat tree the
+Usage: python bench/grade_walk.py [TREE] [--lookups] (TREE: a checkout of the grader, default this one; for a flat tree the
 stage of each module is read from FLOORS below, so both layouts are counted the same way).
 """
 
@@ -21,13 +21,17 @@ FLOORS = {
     "lesson": "lesson_schema lessons handout releases staff_code",
     "kernel": "kernel_messages upstream isolation devices kernel_command leftovers sandbox compile_cache zygote "
               "kernel_zygote warm_start",
-    "run": "wire decoded cells sections attempt attempt_watch run probe device_check",
+    "run": "wire decoded cells sections attempt tail run probe device_check",
     "judge": "matching expectations judge completion mistakes",
-    "result": "record gradebook sign seeds variants regrade evidence",
+    "result": "record parts gradebook sign seeds variants regrade evidence",
     "report": "figure render render_similarity render_text finish",
     "classroom": "similarity portfolio verify certs cluster batch platforms gradescope",
 }
 STAGE = {module: floor for floor, names in FLOORS.items() for module in names.split()}
+
+
+BY_ID: list[str] = []
+"""Each call of the grader's own functions that take a `lesson_id` (a lesson looked up by its id)."""
 
 
 def walk(tree: Path) -> list[tuple[str, str, str]]:
@@ -45,6 +49,9 @@ def walk(tree: Path) -> list[tuple[str, str, str]]:
         if event != "call":
             return
         here = room(frame.f_code.co_filename)
+        code = frame.f_code
+        if here and "lesson_id" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+            BY_ID.append(f"{here}.{code.co_name}")
         caller = frame.f_back
         there = room(caller.f_code.co_filename) if caller is not None else None
         if here and there and here != there and here.split("/")[1] not in ("__init__", "__main__"):
@@ -65,18 +72,21 @@ def walk(tree: Path) -> list[tuple[str, str, str]]:
 
 
 def main() -> None:
-    tree = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
+    tree = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 and sys.argv[1] != "--lookups" else Path(__file__).resolve().parent.parent
     moves = walk(tree)
     rooms = {callee for _, callee, _ in moves} | {caller for caller, _, _ in moves}
     edges = {(caller, callee) for caller, callee, _ in moves}
     floor_edges = {(a.split("/")[0], b.split("/")[0]) for a, b in edges if a.split("/")[0] != b.split("/")[0]}
     order = ["base", "intake", "lesson", "kernel", "run", "judge", "result", "report", "top", "classroom"]
     up = {(a, b) for a, b in floor_edges if order.index(b) > order.index(a)}
-    lookups = sum(1 for _, callee, _ in moves if callee.endswith("/lessons"))
+    if "--lookups" in sys.argv:
+        import collections
+
+        print(collections.Counter(BY_ID))
     print(f"modules entered {len(rooms)}; calls across modules {len(moves)}, {len(edges)} distinct module pairs")
     print(f"floors entered {len({r.split('/')[0] for r in rooms})}; {len(floor_edges)} distinct floor pairs, "
           f"{len(up)} of them calling a later stage: {sorted(up)}")
-    print(f"calls into lessons (lookups by lesson id): {lookups}")
+    print(f"calls of functions that take a lesson id: {len(BY_ID)} (of {len(set(BY_ID))} functions)")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from grader.cli_flags import (
     FILE,
     SECONDS,
     Main,
-    course_folder,
+    course_option,
     echo,
     options_from,
     sandbox_options,
@@ -29,7 +29,7 @@ from grader.cli_flags import (
 
 
 @click.group(cls=Main)
-@click.option("--course", type=click.Path(exists=True, file_okay=False, path_type=Path), callback=course_folder,
+@click.option("--course", type=click.Path(exists=True, file_okay=False, path_type=Path), callback=course_option,
               expose_value=False, is_eager=True,
               help="The course folder (lessons/, solutions/, templates/); default: GRADER_COURSE, else the checkout "
                    "or the installed lessons.")

@@ -110,7 +110,7 @@ def sandbox_options(fn: Any) -> Any:
     return fn
 
 
-def course_folder(ctx: click.Context, param: Any, value: Path | None) -> Path | None:
+def course_option(ctx: click.Context, param: Any, value: Path | None) -> Path | None:
     if value is not None:
         if not (value / "lessons").is_dir() and not (value / "solutions").is_dir():
             raise click.BadParameter(f"{value} holds neither lessons/ nor solutions/")

@@ -12,16 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from grader.base import host
-from grader.base.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable, SubmissionRejected
+from grader.base.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable
 from grader.base.options import MAX_HASH_SEED, Options
 from grader.intake import load
 from grader.judge import completion, expectations, judge
 from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox, warm_start, zygote
-from grader.lesson import handout, lessons, releases, staff_code
+from grader.lesson import folders, handout, lessons, releases, staff_code
 from grader.report import finish
-from grader.result import seeds, variants
+from grader.result import parts, seeds, variants
 from grader.result.record import INTERNAL_ERROR, GradeResult
-from grader.run import decoded, device_check, probe, run, wire
+from grader.run import decoded, device_check, probe, run
+from grader.run.cells import SKIPPED
 
 
 def hash_seed_for(options: Options, seed: int) -> int:
@@ -49,16 +50,16 @@ def prepare(lesson_id: str, options: Options) -> None:
     whatever is missing itself.
     """
     starting = warm_start.start(lesson_id, options)
-    lessons.get(lesson_id)
+    lesson = lessons.get(lesson_id)
     if not options.public_only:
         try:
-            _public_expectations(lesson_id)
+            _public_expectations(lesson)
         except Exception:
             pass
-    staff_code.properties(lesson_id)
+    staff_code.properties(lesson)
     probe.warm()
     load.warm()
-    host.facts(lessons.course_root())
+    host.facts(folders.course_root())
     finish.warm()
     if starting is not None:
         try:
@@ -86,9 +87,8 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
     rendering = time.monotonic()
     graded = finish.drawn(result)
     result = graded.result
-    if result.run:
-        result = dataclasses.replace(result, run=dict(result.run, timings=dict(
-            result.run.get("timings") or {}, render=round(time.monotonic() - rendering, 3))))
+    if result.run is not None:
+        result = dataclasses.replace(result, run=result.run.timed("render", round(time.monotonic() - rendering, 3)))
     return dataclasses.replace(graded, result=result,
                                worker={"pid": os.getpid(), "start": started, "end": time.monotonic()})
 
@@ -105,7 +105,7 @@ def _seed(lesson: lessons.Lesson, student: str, options: Options) -> tuple[int, 
 
 
 def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
-    hidden = {} if public_only else staff_code.hidden_cases(lesson.id, seed)
+    hidden = {} if public_only else staff_code.hidden_cases(lesson, seed)
     columns = {case.name: case.columns for ex in lesson.exercises for case in ex.cases if case.columns}
     return [probe.ExercisePlan(ex.id, ex.needs, tuple(ex.cases) + tuple(
                 dataclasses.replace(case, columns=case.columns or columns.get(case.name, ()))  # names in feedback
@@ -114,27 +114,20 @@ def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.E
 
 
 def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan],
-              probes: dict[str, probe.Probe]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The student's answers on the public inputs, split into measured and simulated."""
-    measured: dict[str, Any] = {}
-    simulated: dict[str, Any] = {}
+              probes: dict[str, probe.Probe]) -> dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]]:
+    """The student's answers on the public inputs, by kind (measured, simulated), per exercise."""
+    shown: dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]] = {"measured": [], "simulated": []}
     for ex, plan in zip(lesson.exercises, plans):
         found = probes[ex.id]
         if found.status != "ok":
             continue
-        shown = []
-        for case, answer in zip(plan.cases, found.results):
-            if case.hidden:
-                continue
-            entry = {"case": case.label().replace("`", ""), "name": case.name, "args": list(case.args), "kwargs": case.kwargs,
-                     "columns": list(case.columns), "note": case.note}
-            if answer.has_value:
-                entry["value"] = answer.wire  # the record keeps the value as the wire carried it
-            elif answer.raised is not None:
-                entry["raised"] = answer.raised.to_wire()
-            shown.append(entry)
-        (measured if ex.kind == "measured" else simulated)[ex.id] = shown
-    return measured, simulated
+        answers = tuple(  # the record keeps each value as the wire carried it
+            parts.PublicAnswer(case.label().replace("`", ""), case.name, tuple(case.args), tuple(case.kwargs.items()),
+                               tuple(case.columns), case.note, answer.wire if answer.has_value else decoded.NOTHING,
+                               answer.raised)
+            for case, answer in zip(plan.cases, found.results) if not case.hidden)
+        shown["measured" if ex.kind == "measured" else "simulated"].append((ex.id, answers))
+    return shown
 
 
 def _values(lesson: lessons.Lesson, plan: probe.ExercisePlan, found: probe.Probe) -> dict[str, dict[str, Any]]:
@@ -146,12 +139,12 @@ def _values(lesson: lessons.Lesson, plan: probe.ExercisePlan, found: probe.Probe
     return values
 
 
-def _differing(as_submitted: tuple[dict[str, Any], ...], executed: Any) -> list[dict[str, Any]]:
+def _differing(as_submitted: tuple[dict[str, Any], ...], executed: Any) -> list[parts.Differing]:
     """Stored outputs that differ from what the fresh run printed (shown as unverified)."""
     fresh = {cell["id"]: "".join(load.output_text(o) for o in cell.get("outputs", [])) for cell in executed.cells
              if cell.cell_type == "code"}
-    return [dict(item, fresh=fresh.get(item["cell_id"], "")[:load.AS_SUBMITTED_CHARS]) for item in as_submitted
-            if fresh.get(item["cell_id"], "").strip() != item["text"].strip()]
+    return [parts.Differing(item["cell_id"], item["text"], fresh.get(item["cell_id"], "")[:load.AS_SUBMITTED_CHARS])
+            for item in as_submitted if fresh.get(item["cell_id"], "").strip() != item["text"].strip()]
 
 
 @dataclass(frozen=True)
@@ -186,49 +179,58 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     ran = _run(lesson, submission, plans, options, hash_seed)
     executed, nonce = ran.executed, ran.nonce
     judging = time.monotonic()
-    probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, {"status": "skipped"}),
+    probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, SKIPPED),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
     verdicts = _verdicts(lesson, plans, probes, executed, submission, options, numbers)
     notes, verdicts = _noted(lesson, submission, release, verdicts)
-    if numbers is not None and held and held != numbers:
-        owner = (submission.notebook.metadata.get("grader") or {}).get("student")
-        notes.insert(0, f"this notebook holds the numbers of another handout ({variants.shown(held)}"
-                        + (f", handed out to {owner}" if isinstance(owner, str) and owner != submission.student else "")
-                        + f"); it was graded on {submission.student}'s own numbers ({variants.shown(numbers)})")
-    measured, simulated = _evidence(lesson, plans, probes)
+    notes[:0] = _held_elsewhere(submission, numbers, held)
+    shown = _evidence(lesson, plans, probes)
     values = _values(lesson, ran.evidence_plan, probe.collect(
-        ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, {}), nonce, options.limits.probe_payload_bytes))
+        ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, SKIPPED), nonce, options.limits.probe_payload_bytes))
     env, reported = _environment(options, ran)
-    measured_meta = {"note": "timings depend on the host and the load; they are checked for structure, never for speed",
-                     "matmul_precision": reported.get("jax_matmul_precision"),
-                     "percentile_method": lesson.report.get("percentile_method", "not stated by the lesson"),
-                     "units": lesson.report.get("measured_units", ""), "jobs_at_once": options.jobs_at_once}
+    how = parts.MeasuredHow("timings depend on the host and the load; they are checked for structure, never for speed",
+                            reported.get("jax_matmul_precision"),
+                            lesson.report.get("percentile_method", "not stated by the lesson"),
+                            lesson.report.get("measured_units", ""), options.jobs_at_once)
     return GradeResult(
         status="graded", lesson=lesson.id, student=submission.student,
         score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
         exercises=tuple(verdicts),
-        measured={"how": measured_meta, "answers": measured, "values": values["measured"]} if measured else {},
-        simulated={"answers": simulated, "values": values["simulated"]},
+        measured=parts.Section(tuple(shown["measured"]), tuple(values["measured"].items()), how)
+        if shown["measured"] else None,
+        simulated=parts.Section(tuple(shown["simulated"]), tuple(values["simulated"].items())),
         environment=env,
-        sandbox=dict(ran.report.to_dict(), memory_bound=devices.memory_bound(ran.start.device, options.limits)),
+        sandbox=parts.SandboxFacts.from_dict(dict(ran.report.to_dict(),
+                                                  memory_bound=devices.memory_bound(ran.start.device, options.limits))),
         mode="check" if options.public_only else "grade",
         seed=None if options.public_only else seed,
         seed_from="" if options.public_only else seed_from,
         hash_seed=hash_seed,
         digest=submission.digest, submission=Path(submission.path).name,
         graded_at=env["graded_at"], notes=tuple(notes) + tuple(executed.dropped),
-        run={"attempts": executed.attempts, "seconds": round(executed.seconds, 3),
-             "timings": _phases(executed, ran.given, time.monotonic() - judging),
-             "flood": executed.flood, "deadline_hit": executed.deadline_hit},
-        cells=tuple({"index": c.index, "id": c.cell_id, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": "),
-                     "seconds": round(c.seconds, 3)} for c in executed.cells if c.status != "empty"),
+        run=parts.RunFacts(executed.attempts, round(executed.seconds, 3),
+                           tuple(_phases(executed, ran.given, time.monotonic() - judging).items()),
+                           executed.flood, executed.deadline_hit),
+        cells=tuple(parts.CellFacts(c.index, c.cell_id, c.status, f"{c.ename}: {c.evalue}".strip(": "),
+                                    round(c.seconds, 3)) for c in executed.cells if c.status != "empty"),
         stored_outputs=len(submission.as_submitted),
         as_submitted=tuple(_differing(submission.as_submitted, executed.notebook)),
         release=release, numbers=tuple(sorted(numbers.items())) if numbers else (),
-        explanations=tuple(dict(e, untouched=e["text"].strip() in handout.prompt_texts(lesson.id))
+        explanations=tuple(parts.Explanation(e["cell_id"], e["kind"], e["text"],
+                                             e["text"].strip() in handout.prompt_texts(lesson))
                            for e in submission.explanations),
         notebook=executed.notebook,
     )
+
+
+def _held_elsewhere(submission: load.Submission, numbers: dict[str, float] | None, held: dict[str, float]) -> list[str]:
+    """A note when the notebook holds another handout's numbers (it is graded on the student's own)."""
+    if numbers is None or not held or held == numbers:
+        return []
+    owner = (submission.notebook.metadata.get("grader") or {}).get("student")
+    return [f"this notebook holds the numbers of another handout ({variants.shown(held)}"
+            + (f", handed out to {owner}" if isinstance(owner, str) and owner != submission.student else "")
+            + f"); it was graded on {submission.student}'s own numbers ({variants.shown(numbers)})"]
 
 
 def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.ExercisePlan], options: Options,
@@ -240,7 +242,7 @@ def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.
     device, checked, fell_back = resolve_device(options, report)
     start = devices.KernelStart(hash_seed, device, lesson.warm_imports,
                                 compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "",
-                                handout.warm_sources(lesson.id))
+                                handout.warm_sources(lesson))
     leftovers.sweep_stale()
     nonce = probe.new_nonce()
     evidence_plan = probe.ExercisePlan(probe.EVIDENCE_KEY, tuple(lesson.evidence),
@@ -266,9 +268,9 @@ def _verdicts(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: d
               numbers: dict[str, float] | None = None) -> list[judge.ExerciseResult]:
     """Each exercise judged here, outside the kernel, against the lesson's figures and the reference's answers
     (for the student's own numbers, where the course grades the lesson per student)."""
-    reference = None if options.public_only else staff_code.reference(lesson.id)
-    checks = staff_code.properties(lesson.id)
-    public = _public_expectations(lesson.id) if reference is not None else {}
+    reference = None if options.public_only else staff_code.reference(lesson)
+    checks = staff_code.properties(lesson)
+    public = _public_expectations(lesson) if reference is not None else {}
     verdicts = []
     for ex, plan in zip(lesson.exercises, plans):
         found = probes[ex.id]
@@ -303,8 +305,8 @@ def _noted(lesson: lessons.Lesson, submission: load.Submission, release: release
 
 def _environment(options: Options, ran: _Ran) -> tuple[dict[str, Any], dict[str, Any]]:
     """The grader's facts of the host, then what the kernel reported (never overriding them), and the device."""
-    env = host.environment(options.jobs_at_once, lessons.course_root())
-    reported = probe.collect_environment(ran.executed.tail.get(probe.ENVIRONMENT_KEY, {}), ran.nonce)
+    env = host.environment(options.jobs_at_once, folders.course_root())
+    reported = probe.collect_environment(ran.executed.tail.get(probe.ENVIRONMENT_KEY, SKIPPED), ran.nonce)
     env.update({k: v for k, v in reported.items() if k not in env})
     env["reported_by_kernel"] = sorted(reported)  # after the student's cells: what the kernel said, unverified
     env["isolation"] = sorted(name for name, held in ran.report.layers.items() if held)
@@ -336,10 +338,10 @@ def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[s
 
 
 @functools.cache
-def _public_expectations(lesson_id: str) -> dict[tuple[str, int], expectations.Expectation]:
+def _public_expectations(lesson: lessons.Lesson) -> dict[tuple[str, int], expectations.Expectation]:
     """The expectation of every public case, by (exercise, position): the same for every student, so a batch
     asks the reference once (in the parent, before its workers fork) instead of once per grade."""
-    lesson, reference = lessons.get(lesson_id), staff_code.reference(lesson_id)
+    reference = staff_code.reference(lesson)
     return {(ex.id, i): expectations.expectation(case, reference) for ex in lesson.exercises for i, case in enumerate(ex.cases)}
 
 
@@ -354,7 +356,7 @@ def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dic
 def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start: devices.KernelStart) -> frozenset[int]:
     """The notebook's leading cells that the zygote's one run of the lesson's warm cells stands for (none when
     the notebook changed them, or the zygote could not run them)."""
-    prefix = handout.warm_prefix(lesson.id, notebook)
+    prefix = handout.warm_prefix(lesson, notebook)
     if not prefix:
         return prefix
     try:
@@ -366,7 +368,7 @@ def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start:
 def _given_cells(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
     """Indices of the cells that are the lesson's given code, unchanged (matched by source, not by tags or ids,
     which the student controls): a cold kernel's first imports run there, so they get the given budget."""
-    given = handout.given_sources(lesson.id)
+    given = handout.given_sources(lesson)
     return frozenset(i for i, cell in enumerate(notebook.cells)
                      if cell.cell_type == "code" and cell.source.strip() in given)
 
@@ -389,4 +391,4 @@ def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:
     raise LessonError(f"{name}: no lesson in the notebook's metadata; pass --lesson ({known})")
 
 
-__all__ = ["Options", "grade", "rejected", "SubmissionRejected", "wire"]
+__all__ = ["Options", "grade", "rejected"]

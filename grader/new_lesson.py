@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grader.base import files
 from grader.base.errors import GraderError
-from grader.lesson import lessons
+from grader.lesson import folders, lessons
 
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -115,8 +115,8 @@ def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
             raise GraderError(f"{name!r} is not an id: lower-case letters and digits, words joined by '-'")
     if len(set(exercises)) != len(exercises):
         raise GraderError("an exercise id is given twice")
-    root = lessons.course_folder("lessons").parent
-    if root == lessons.PACKAGED:
+    root = folders.course_folder("lessons").parent
+    if root == folders.PACKAGED:
         raise GraderError("no course folder to write into: run from the course checkout or pass --course DIR")
     folder, solutions = root / "lessons" / lesson_id, root / "solutions" / lesson_id
     if folder.exists() or solutions.exists():
@@ -125,7 +125,7 @@ def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
                files.write_text(folder / "scaffold.py", _scaffold(lesson_id, exercises)),
                files.write_text(solutions / "answers.py", _answers(exercises)),
                files.write_text(solutions / "hidden.py", _hidden(lesson_id, exercises))]
-    lessons.get.cache_clear()
+    lessons.forget()
     return [*written, build_solution(lesson_id)]
 
 

@@ -69,8 +69,8 @@ def staff_code_loads(lesson: lessons.Lesson) -> None:
     one line (GraderError) naming the file, the line and what it raised, in an author's words."""
     folders = {f"<{lesson.id} given>": lesson.folder / "scaffold.py",
                f"<{lesson.id} reference>": lesson.solutions / "answers.py"}
-    for step in (lambda: staff_code.reference(lesson.id), lambda: staff_code.hidden_cases(lesson.id, 1),
-                 lambda: staff_code.properties(lesson.id)):
+    for step in (lambda: staff_code.reference(lesson), lambda: staff_code.hidden_cases(lesson, 1),
+                 lambda: staff_code.properties(lesson)):
         try:
             step()
         except GraderError:
@@ -102,9 +102,9 @@ def _draws(lesson: lessons.Lesson, draws: int) -> list[str]:
     """The reference asked every hidden case of `draws` more draws (no kernel): a generator that draws an input
     the reference refuses, or a stated hidden figure it disagrees with, shows here."""
     problems = []
-    reference = staff_code.reference(lesson.id) if draws else {}
+    reference = staff_code.reference(lesson) if draws else {}
     for seed in range(1000, 1000 + draws):
-        for exercise_id, cases in staff_code.hidden_cases(lesson.id, seed).items():
+        for exercise_id, cases in staff_code.hidden_cases(lesson, seed).items():
             for case in cases:
                 if any(isinstance(a, dict) and lessons.KERNEL_ARG in a for a in case.args):
                     continue  # asked on the student's own values: nothing to ask without a kernel
@@ -118,7 +118,7 @@ def _draws(lesson: lessons.Lesson, draws: int) -> list[str]:
 def stated_figures(lesson: lessons.Lesson) -> list[str]:
     """Every figure the lesson states that its reference does not reproduce, in one line each (no kernel runs)."""
     problems = []
-    reference = staff_code.reference(lesson.id)
+    reference = staff_code.reference(lesson)
     for ex in lesson.exercises:
         for case in ex.cases:
             if not case.has_expect:
@@ -128,6 +128,9 @@ def stated_figures(lesson: lessons.Lesson) -> list[str]:
                 got = expectations.expectation(dataclasses.replace(case, expect=None, has_expect=False), reference)
             except RuntimeError as err:  # the reference raised on the lesson's own input
                 problems.append(f"{ex.id}: {err}")
+                continue
+            if not isinstance(got, expectations.Value):
+                problems.append(f"{ex.id}: the reference gives no value for {case.label()} ({type(got).__name__})")
                 continue
             mismatch = matching.compare(got.value, want, case)
             if mismatch:

@@ -105,7 +105,7 @@ def test_the_text_quotes_stated_figures_and_needs_are_derived_from_the_stub(tmp_
         (course / name).parent.mkdir(parents=True, exist_ok=True)
         (course / name).write_text(body)
     monkeypatch.setenv("GRADER_COURSE", str(course))
-    lessons.get.cache_clear()
+    lessons.forget()
     try:
         lesson = lessons.get("kv-cache")
         assert lesson.exercise("fits").needs == ("fits",)  # the guide's TOML gives none: from `fits = None`
@@ -113,4 +113,4 @@ def test_the_text_quotes_stated_figures_and_needs_are_derived_from_the_stub(tmp_
         assert "For 4096 tokens: 2147483648 bytes." in text and "{{" not in text
     finally:
         monkeypatch.delenv("GRADER_COURSE")
-        lessons.get.cache_clear()
+        lessons.forget()

@@ -10,13 +10,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from grader.judge.judge import ExerciseResult
 from grader.report import finish
 from grader.result import record, sign
+from grader.result.parts import Explanation, RunFacts
 
 
 def _result(**changes):
     verdict = ExerciseResult("ex", "failed", 0.0, 2.0, "simulated", ("`f(1)`: expected 2, got 3",))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     fields = dict(status="graded", lesson=None, student="ada <b>", score=0.0, max_score=2.0, exercises=(verdict,),  # noqa: C408
-                  mode="check", run={"attempts": 1, "seconds": 0.5, "timings": {}, "flood": None, "deadline_hit": False},
+                  mode="check", run=RunFacts(1, 0.5, (), None, False),
                   digest="d" * 64, submission="ada.ipynb", graded_at="2026-12-05T00:00:00+00:00",
                   notebook=notebook)
     fields.update(changes)
@@ -67,5 +68,5 @@ def test_values_that_break_a_report_cost_the_values_not_the_report(monkeypatch):
         return drawn(data)
 
     monkeypatch.setattr(render, "report_html", fragile)
-    html = finish.safe_report(_result(explanations=({"cell_id": "c", "text": "why"},)).to_dict())
+    html = finish.safe_report(_result(explanations=(Explanation("c", "explanation", "why"),)).to_dict())
     assert "could not be shown in this report (ValueError: unshowable)" in html and "Score 0 / 2" in html

@@ -39,16 +39,16 @@ def test_a_notebook_of_another_lesson_is_recognised_by_its_names():
 
 def test_the_warm_prefix_holds_only_while_the_lessons_first_cells_are_unchanged():
     warm = "inference-scaling"  # the lesson that declares warm cells (three, in lesson.toml)
-    sources = handout.warm_sources(warm)
-    assert len(sources) == 3 and handout.warm_sources(LESSON) == ()
+    sources = handout.warm_sources(lessons.get(warm))
+    assert len(sources) == 3 and handout.warm_sources(lessons.get(LESSON)) == ()
     nb = _notebook(*sources, "x = 1")
-    assert handout.warm_prefix(warm, nb) == frozenset(range(3))
+    assert handout.warm_prefix(lessons.get(warm), nb) == frozenset(range(3))
     edited = _notebook(sources[0] + "\nimport os", *sources[1:], "x = 1")
-    assert handout.warm_prefix(warm, edited) == frozenset()
-    assert handout.warm_prefix(warm, _notebook("x = 1")) == frozenset()
+    assert handout.warm_prefix(lessons.get(warm), edited) == frozenset()
+    assert handout.warm_prefix(lessons.get(warm), _notebook("x = 1")) == frozenset()
 
 
 def test_given_sources_match_the_scaffolds_given_cells():
     scaffold = handout.scaffold(lessons.get(LESSON))
     given = [c.source.strip() for c in scaffold.cells if "given" in c.metadata.get("tags", [])]
-    assert handout.given_sources(LESSON) == frozenset(given) and len(given) >= 2
+    assert handout.given_sources(lessons.get(LESSON)) == frozenset(given) and len(given) >= 2

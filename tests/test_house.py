@@ -13,6 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 400
+MAX_CLASS_LINES = 200
 UPSTREAM = ("nbclient", "jupyter_client")
 ADAPTER = "upstream.py"
 """The one module allowed to override upstream's private names (its docstring says why)."""
@@ -26,6 +27,11 @@ def long_functions(source: str) -> list[str]:
             if lines > MAX_FUNCTION_LINES:
                 found.append(f"{node.name} has {lines} lines")
     return found
+
+
+def long_classes(source: str) -> list[str]:
+    return [f"class {node.name} has {node.end_lineno - node.lineno + 1} lines" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES]
 
 
 def module_too_long(source: str) -> str | None:
@@ -88,7 +94,7 @@ def breaches() -> list[str]:
     for path in sorted(PACKAGE.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
         name = path.relative_to(PACKAGE)
-        found += [f"grader/{name}: {what}" for what in long_functions(source)]
+        found += [f"grader/{name}: {what}" for what in long_functions(source) + long_classes(source)]
         if module_too_long(source):
             found.append(f"grader/{name}: {module_too_long(source)}")
         if path.name != ADAPTER:
@@ -104,6 +110,44 @@ def test_a_long_function_is_caught():
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
     assert long_functions(f"def f():\n{body}\n") == [f"f has {MAX_FUNCTION_LINES + 1} lines"]
     assert long_functions("def f():\n    return 1\n") == []
+
+
+def test_a_long_class_is_caught():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_CLASS_LINES))
+    assert long_classes(f"class C:\n{body}\n") == [f"class C has {MAX_CLASS_LINES + 1} lines"]
+    assert long_classes("class C:\n    x = 1\n") == []
+
+
+def dict_fields(cls: type) -> list[str]:
+    """A dataclass's fields whose type is a dict (or holds one: a tuple of dicts, a dict or None)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    return [f.name for f in dataclasses.fields(cls)
+            if any(arg is dict or typing.get_origin(arg) is dict for arg in _type_parts(hints[f.name]))]
+
+
+def _type_parts(hint: object) -> list[object]:
+    import typing
+
+    return [hint] + [part for arg in typing.get_args(hint) for part in _type_parts(arg)]
+
+
+def test_the_result_record_is_typed_but_for_the_one_open_mapping():
+    """Each part of a result is a record of its own; only the host's environment stays a mapping."""
+    from grader.result.record import GradeResult
+
+    assert dict_fields(GradeResult) == ["environment"]
+
+    @__import__("dataclasses").dataclass
+    class Planted:
+        run: dict[str, int]
+        cells: tuple[dict[str, int], ...]
+        maybe: dict[str, int] | None
+        fine: tuple[int, ...]
+
+    assert dict_fields(Planted) == ["run", "cells", "maybe"]
 
 
 def test_a_long_module_is_caught():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,8 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package built as a wheel and unpacked as a site folder of its own (dependencies from this environment)."""
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source")  # the tracked files only: a stale build/ in the checkout cannot ship
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out),
-                            str(ROOT)], check=True, timeout=300, capture_output=True, text=True)
+                            str(source)], check=True, timeout=300, capture_output=True, text=True)
     assert "would be ignored" not in built.stdout + built.stderr  # every shipped folder is declared: a quiet build
     (wheel,) = out.glob("*.whl")
     site = out / "site"

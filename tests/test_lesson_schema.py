@@ -75,12 +75,12 @@ def test_loading_a_broken_course_says_file_and_key(tmp_path, monkeypatch):
     toml = course / "lessons" / "inference-scaling" / "lesson.toml"
     toml.write_text(toml.read_text().replace("points = 1", "pointz = 1", 1))
     monkeypatch.setenv("GRADER_COURSE", str(course))
-    lessons.get.cache_clear()
+    lessons.forget()
     try:
         with pytest.raises(LessonError) as caught:
             lessons.get("inference-scaling")
     finally:
-        lessons.get.cache_clear()
+        lessons.forget()
     assert str(caught.value).startswith(f"{toml}: exercises[0] (batch-sweep).pointz: unknown key")
     result = subprocess.run([sys.executable, "-m", "grader", "validate", "inference-scaling"], capture_output=True,
                             text=True, env={"GRADER_COURSE": str(course), "PATH": "/usr/bin:/bin"}, timeout=120)

@@ -11,6 +11,7 @@ import sys
 
 from grader.lesson import lessons
 from grader.run import probe, sections as protocol, wire
+from grader.run.cells import ProbeOutcome
 from grader.run.decoded import Answer
 
 
@@ -43,7 +44,7 @@ def test_probe_runs_against_a_namespace_and_is_parsed():
     with contextlib.redirect_stdout(buffer):
         exec(probe.cell_source([_plan()], "@@n@@", 5).replace("globals()", "user"), namespace)
     assert set(namespace) == {"user", "__builtins__"} and set(user) == {"f", "x"}  # the probe leaves no names behind
-    outcome = probe.collect(_plan(), {"status": "ok", "stdout": "noise\n" + buffer.getvalue()}, "@@n@@", 10**6)
+    outcome = probe.collect(_plan(), ProbeOutcome("ok", "noise\n" + buffer.getvalue()), "@@n@@", 10**6)
     assert outcome.status == "ok" and outcome.defined == {"f": True, "x": True}
     assert outcome.results[1].value == [1, 2] and outcome.results[1].wire == [1, 2]  # a tuple arrives as a list
     assert outcome.results[0].value[0] == 2.0 and math.isnan(outcome.results[0].value[1])
@@ -51,14 +52,14 @@ def test_probe_runs_against_a_namespace_and_is_parsed():
 
 def test_unreadable_and_oversized_answers():
     plan = _plan()
-    assert probe.collect(plan, {"status": "ok", "stdout": "nothing"}, "@@n@@", 100).status == "unreadable"
+    assert probe.collect(plan, ProbeOutcome("ok", "nothing"), "@@n@@", 100).status == "unreadable"
     big = "@@n@@answer:ex:" + json.dumps({"defined": {}, "results": [{"value": "x" * 500}, {"value": 1}]})
-    assert probe.collect(plan, {"status": "ok", "stdout": big}, "@@n@@", 100).status == "unreadable"
+    assert probe.collect(plan, ProbeOutcome("ok", big), "@@n@@", 100).status == "unreadable"
     other = "@@n@@answer:other:" + json.dumps({"defined": {}, "results": [{"value": 1}, {"value": 1}]})
-    assert probe.collect(plan, {"status": "ok", "stdout": other}, "@@n@@", 10**6).status == "unreadable"
+    assert probe.collect(plan, ProbeOutcome("ok", other), "@@n@@", 10**6).status == "unreadable"
     wrong = "@@n@@answer:ex:" + json.dumps({"defined": {}, "results": []})
-    assert probe.collect(plan, {"status": "ok", "stdout": wrong}, "@@n@@", 10**6).status == "unreadable"
-    assert probe.collect(plan, {"status": "timeout"}, "@@n@@", 100).status == "timeout"
+    assert probe.collect(plan, ProbeOutcome("ok", wrong), "@@n@@", 10**6).status == "unreadable"
+    assert probe.collect(plan, ProbeOutcome("timeout"), "@@n@@", 100).status == "timeout"
 
 
 def test_nonces_differ():
@@ -77,7 +78,7 @@ def test_wire_encodes_hostile_objects_without_raising():
 
 
 def _answer_line(nonce, text):
-    return {"status": "ok", "stdout": "noise\n" + nonce + "answer:ex:" + text + "\n"}
+    return ProbeOutcome("ok", "noise\n" + nonce + "answer:ex:" + text + "\n")
 
 
 def test_forged_answers_are_unreadable_with_a_reason_never_a_crash():
@@ -117,7 +118,7 @@ def test_plain_answers_with_every_wire_form_are_accepted():
 def test_the_kernel_cannot_rewrite_the_graders_environment_facts():
     line = "@@n@@" + json.dumps({"kernel_python": "3.11", "graded_at": "2099-01-01", "jobs_at_once": 99,
                                  "jax_devices": ["cpu"] * 100})
-    got = probe.collect_environment({"stdout": line}, "@@n@@")
+    got = probe.collect_environment(ProbeOutcome("ok", line), "@@n@@")
     assert got["kernel_python"] == "3.11" and "graded_at" not in got and "jobs_at_once" not in got
     assert len(got["jax_devices"]) == 16
 
@@ -144,8 +145,8 @@ def test_each_exercise_has_its_own_time_limit_and_the_next_one_still_runs():
     began = time.monotonic()
     text = _run_sections({"f": slow, "g": lambda v: v * 21}, [first, second], 0.3)
     assert time.monotonic() - began < 5
-    assert probe.collect(first, {"status": "ok", "stdout": text}, "@@n@@", 10**6).status == "timeout"
-    quick = probe.collect(second, {"status": "ok", "stdout": text}, "@@n@@", 10**6)
+    assert probe.collect(first, ProbeOutcome("ok", text), "@@n@@", 10**6).status == "timeout"
+    quick = probe.collect(second, ProbeOutcome("ok", text), "@@n@@", 10**6)
     assert quick.status == "ok" and quick.results == (Answer(42, 42),)
     sections = protocol.Sectioned(("slow", "quick"), lambda keys, journal: "", "@@n@@", 0.3)
     assert sections.progress(text) == (["slow", "quick"], {"slow", "quick"})
@@ -203,6 +204,6 @@ def test_a_missing_value_still_reports_the_students_own_values_it_is_computed_fr
     own = lessons.case_from_spec({"value": "predicted", "reference": "predict", "args": [{"kernel": "live"}, 3]})
     absent_input = lessons.case_from_spec({"value": "predicted", "args": [{"kernel": "nowhere"}]})
     plan = probe.ExercisePlan("fit", ("predicted", "live"), (own, absent_input))
-    found = probe.collect(plan, {"status": "ok", "stdout": _run_sections({"live": [1.0, 2.0]}, [plan], 5)}, "@@n@@", 10**6)
+    found = probe.collect(plan, ProbeOutcome("ok", _run_sections({"live": [1.0, 2.0]}, [plan], 5)), "@@n@@", 10**6)
     assert found.status == "ok" and found.defined == {"predicted": False, "live": True}
     assert found.results == (Answer(missing="predicted", args=([1.0, 2.0], 3)), Answer(missing="predicted"))

@@ -115,3 +115,22 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
         tmp.write_text("half of the ne")
         raise RuntimeError("disk gone")
     assert target.read_text() == "old" and len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.mark.kernel
+def test_a_written_result_reads_back_into_the_same_typed_record(graded):
+    """Every part of a real grade is a record of its own, and a written result reads back into the same record."""
+    from grader.result.parts import CellFacts, Explanation, RunFacts, SandboxFacts, Section
+
+    for lesson_id in ("inference-capacity", "inference-scaling"):
+        data = graded.solution(lesson_id)
+        back = record.read_result(data)
+        assert isinstance(back.run, RunFacts) and back.run.attempts == 1 and dict(back.run.timings)["cells"] >= 0
+        assert back.cells and all(isinstance(c, CellFacts) for c in back.cells)
+        assert isinstance(back.simulated, Section) and back.simulated.answers
+        assert isinstance(back.sandbox, SandboxFacts) and back.sandbox.mode == data["sandbox"]["mode"]
+        assert back.explanations and all(isinstance(e, Explanation) for e in back.explanations)
+        assert json.dumps(back.to_dict(), sort_keys=True) == json.dumps(data, sort_keys=True)
+        assert record.read_result(back.to_dict()) == back
+    capacity = record.read_result(graded.solution("inference-capacity"))
+    assert capacity.measured is not None and capacity.measured.how is not None  # the lesson measures timings

@@ -24,7 +24,7 @@ WARM_LINE = "        self.worker.submit(warm_shapes).result()"
 def _release_1(notebook, metadata: bool):
     """The notebook as release 1 handed it out: its given cells as they were then, with or without metadata."""
     old = {cell.get("id"): cell.source for cell in load.notebook_from_script(V1.read_text()).cells}
-    server = handout.given_by_id(LESSON)["given-server"].splitlines()
+    server = handout.given_by_id(lessons.get(LESSON))["given-server"].splitlines()
     old["given-server"] = "\n".join(line for line in server if not line.startswith(WARM_LINE))
     assert len(old["given-server"].splitlines()) == len(server) - 1
     notebook = copy.deepcopy(notebook)

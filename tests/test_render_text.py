@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from grader.judge.judge import ExerciseResult
 from grader.report import render_text
+from grader.result.parts import Differing
 from grader.result.record import GradeResult
 
 
 def _graded(mode="grade"):
     return GradeResult(
         status="graded", lesson="inference-capacity", student="ada", score=2.5, max_score=4.0, mode=mode, seed=None if mode == "check" else 17,
-        hash_seed=3, submission="ada.ipynb", notes=("a note",), as_submitted=({"cell_id": "c", "text": "x"},),
+        hash_seed=3, submission="ada.ipynb", notes=("a note",), as_submitted=(Differing("c", "x", ""),),
         exercises=(ExerciseResult("queue", "passed", 2.0, 2.0, "simulated"),
                    ExerciseResult("fit", "failed", 0.5, 2.0, "measured", ("27 of 28 cases passed", "`fit`: expected 1"))),
     ).to_dict()

@@ -34,7 +34,7 @@ HERE = Path(__file__).parent
 # ---- open-loop evidence (lesson dynamic-batching's `live_records`) ----
 
 def _open_loop():
-    return staff_code.properties("dynamic-batching")["live_records"].__globals__["open_loop"]
+    return staff_code.properties(lessons.get("dynamic-batching"))["live_records"].__globals__["open_loop"]
 
 
 def _records(sent_after_reply: bool, count: int = 30):

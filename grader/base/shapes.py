@@ -44,3 +44,9 @@ class Shape:
             return None
         except fastjsonschema.JsonSchemaException:
             return jsonschema.exceptions.best_match(self._full.iter_errors(data))
+
+
+def mapping(data: Any, key: str) -> dict[str, Any]:
+    """`data[key]` where data is a dict and that is a dict too; else an empty dict (untrusted JSON read safely)."""
+    found = data.get(key) if isinstance(data, dict) else None
+    return found if isinstance(found, dict) else {}

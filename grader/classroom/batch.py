@@ -39,6 +39,7 @@ from grader.kernel import devices
 from grader.lesson import lessons
 from grader.report import finish, render, render_similarity, render_text
 from grader.result import record, regrade as regrades, seeds, sign, variants
+from grader.result.parts import Submitted
 
 
 @dataclass(frozen=True)
@@ -261,12 +262,11 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
     return absent
 
 
-def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> dict[str, Any]:
+def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> Submitted:
     """How the submission arrived: the layout, the platform's name and late mark, and the roster's match."""
     member = members.find(entry.student) if members else None
-    return {"layout": layout, "files": [p.name for p in entry.paths], "name": (member.name if member else "") or entry.name,
-            "late": entry.late, "on_roster": None if members is None else member is not None,
-            "section": member.section if member else ""}
+    return Submitted(layout, tuple(p.name for p in entry.paths), (member.name if member else "") or entry.name,
+                     entry.late, None if members is None else member is not None, member.section if member else "")
 
 
 def _absent(members: class_list.Roster | None, present: set[str], lesson_id: str) -> list[dict[str, Any]]:

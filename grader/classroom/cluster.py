@@ -44,7 +44,7 @@ PREPARE_SECONDS = 300.0
 _PREPARING: threading.Thread | None = None
 
 
-class TemplatePlugin(WorkerPlugin):  # type: ignore[misc,valid-type]
+class TemplatePlugin(WorkerPlugin):
     """A Dask worker plugin: prepares the lesson in the worker process (its warm template, its public
     expectations, its compiled checks) in the background, so that the first task finds them ready."""
 

@@ -18,7 +18,7 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.classroom import platforms
 from grader.intake import layouts
-from grader.lesson import lessons
+from grader.lesson import folders, lessons
 from grader.result import record, seeds, variants
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -84,13 +84,13 @@ def bundle(lesson_id: str, target: Path) -> Path:
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 entries[f"course/{name}/{lesson.id}/{path.relative_to(folder)}"] = path
-    templates = lessons.course_folder("templates")
+    templates = folders.course_folder("templates")
     for path in sorted(templates.rglob("*.j2")):
         entries[f"course/templates/{path.relative_to(templates)}"] = path
         entries[f"grader-src/templates/{path.relative_to(templates)}"] = path
-    for path in sorted(lessons.course_folder("lessons").rglob("*")):  # the package ships every lesson's public part
+    for path in sorted(folders.course_folder("lessons").rglob("*")):  # the package ships every lesson's public part
         if path.is_file() and "__pycache__" not in path.parts:
-            entries[f"grader-src/lessons/{path.relative_to(lessons.course_folder('lessons'))}"] = path
+            entries[f"grader-src/lessons/{path.relative_to(folders.course_folder('lessons'))}"] = path
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name, source in entries.items():

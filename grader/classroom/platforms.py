@@ -223,8 +223,8 @@ def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster:
     rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column],
             ["    Points Possible", "", "", "", "", f"{lesson.max_score:g}"]]
     for m in members.members:
-        data = by_id.get(m.student)
-        score = f"{round(data['score'], 2):g}" if data and data.get("status") == "graded" else ""
+        found = by_id.get(m.student)
+        score = f"{round(found['score'], 2):g}" if found and found.get("status") == "graded" else ""
         rows.append([m.name, m.student, m.sis_user_id, m.sis_login_id, m.section, score])
     files.write_text(target / "gradebook.csv", escape.csv_text(rows))
     buffer = io.BytesIO()

@@ -22,6 +22,7 @@ from grader import grading
 from grader.base import files
 from grader.base.errors import GraderError
 from grader.base.options import Options
+from grader.base.shapes import mapping
 from grader.intake import roster as class_list
 from grader.report import finish, render
 from grader.result import record, sign
@@ -70,7 +71,7 @@ def _entry(source: Path, lesson_id: str | None) -> Entry:
         report = _beside(source, f"{stem}.html", f"../reports/{stem}.html") or render.report_html(data)
         markdown = _beside(source, f"{stem}.md", f"../reports/{stem}.md") or render.report_md(data)
         notebook = _beside(source, f"{stem}.executed.ipynb", f"../notebooks/{stem}.ipynb")
-        digests = data.get("digests") if isinstance(data.get("digests"), dict) else {}
+        digests = mapping(data, "digests")
         if notebook is None and digests.get("notebook"):
             raise GraderError(f"{source.name} records an executed notebook, but none is beside it: grade again with "
                               f"--notebook {stem}.executed.ipynb, or put that file beside {source.name}")
@@ -82,8 +83,7 @@ def _entry(source: Path, lesson_id: str | None) -> Entry:
 
 def index_html(entries: list[Entry]) -> str:
     """The portfolio's index page, from the results alone (so a verifier can rebuild it and compare)."""
-    students = sorted({class_list.who({e.data.get("student"): (e.data.get("submitted_as") or {}).get("name")
-                                       if isinstance(e.data.get("submitted_as"), dict) else ""},
+    students = sorted({class_list.who({str(e.data.get("student")): str(mapping(e.data, "submitted_as").get("name") or "")},
                                       str(e.data.get("student"))) for e in entries})
     stamps = sorted({(e.data.get(sign.SIGNATURE) or {}).get("key", "") for e in entries} - {""})
     return render.portfolio_index(students, [{"folder": e.folder, "data": e.data, "has_notebook": e.notebook is not None}

@@ -100,9 +100,9 @@ def _header(node: ast.stmt) -> str:
     for name in ("body", "orelse", "finalbody"):
         if isinstance(getattr(node, name, None), list) and getattr(node, name):
             setattr(shell, name, [ast.Pass()])
-    if getattr(node, "handlers", None):
+    if isinstance(node, ast.Try | ast.TryStar) and isinstance(shell, ast.Try | ast.TryStar):
         shell.handlers = [ast.ExceptHandler(type=h.type, name=h.name, body=[ast.Pass()]) for h in node.handlers]
-    if getattr(node, "cases", None):
+    if isinstance(node, ast.Match) and isinstance(shell, ast.Match):
         shell.cases = [ast.match_case(pattern=c.pattern, guard=c.guard, body=[ast.Pass()]) for c in node.cases]
     return ast.unparse(shell)
 

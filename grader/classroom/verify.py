@@ -27,6 +27,7 @@ from typing import Any
 
 from grader.base import files
 from grader.base.errors import GraderError
+from grader.base.shapes import mapping
 from grader.classroom import portfolio
 from grader.intake import layouts
 from grader.report import render
@@ -64,7 +65,7 @@ def whose(data: Any) -> str:
 
     score = (f"score {num(data.get('score'))}/{num(data.get('max_score'))}"
              if data.get("status") == "graded" else f"{data.get('status')}")
-    arrived = data.get("submitted_as") if isinstance(data.get("submitted_as"), dict) else {}
+    arrived = mapping(data, "submitted_as")
     name = f" ({arrived['name']})" if isinstance(arrived.get("name"), str) and arrived.get("name") else ""
     return f"student {data.get('student')}{name}, lesson {data.get('lesson')}, {score}, graded {data.get('graded_at')}"
 
@@ -86,7 +87,7 @@ def _result(name: str, data: Any, key: Any) -> Line:
 
 def _signed_file(name: str, body: bytes, data: dict[str, Any], field: str, rebuild: Any) -> Line:
     """A file whose digest the signed result holds, or which is rebuilt from that result."""
-    digests = data.get("digests") if isinstance(data.get("digests"), dict) else {}
+    digests = mapping(data, "digests")
     if digests.get(field) and sign.digest(body) == digests[field]:
         return Line(name, "intact")
     try:
@@ -136,7 +137,7 @@ def _portfolio(path: Path, key: Any) -> list[Line]:
                                result_line.about)
         lines.append(result_line)
         data = data if isinstance(data, dict) else {}
-        digests = data.get("digests") if isinstance(data.get("digests"), dict) else {}
+        digests = mapping(data, "digests")
         for leaf, field, rebuild in (("report.html", "report", render.report_html),
                                      ("report.md", "report_md", render.report_md), ("notebook.ipynb", "notebook", None)):
             name = f"{e.folder}/{leaf}"
@@ -157,7 +158,7 @@ def _portfolio(path: Path, key: Any) -> list[Line]:
                      if same else Line("index.html", "altered", "it does not show what the results say"))
     lines += [Line(name, "altered", "not part of what the grader wrote") for name in sorted(set(members) - seen)]
     if listing:
-        listed = listing.get("files") if isinstance(listing.get("files"), dict) else {}
+        listed = mapping(listing, "files")
         lines += [Line(name, "altered", "listed in the manifest, missing from the portfolio")
                   for name in sorted(set(listed) - set(members))]
         changed = sorted(name for name in set(listed) & set(members) if listed[name] != sign.digest(members[name]))
@@ -165,9 +166,9 @@ def _portfolio(path: Path, key: Any) -> list[Line]:
         lessons = sorted(e.folder for e in entries)
         if changed or unlisted or listing.get("lessons") != lessons:
             listing_line = Line(portfolio.MANIFEST, "altered",
-                                "; ".join(filter(None, [changed and f"digests differ for {', '.join(changed)}",
-                                                        unlisted and f"not listed: {', '.join(unlisted)}",
-                                                        listing.get("lessons") != lessons and "its lessons differ"])))
+                                "; ".join(([f"digests differ for {', '.join(changed)}"] if changed else [])
+                                          + ([f"not listed: {', '.join(unlisted)}"] if unlisted else [])
+                                          + (["its lessons differ"] if listing.get("lessons") != lessons else [])))
     return [listing_line] + lines
 
 

@@ -219,7 +219,8 @@ def _unpack(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, target: Path) -> s
 
 def _kept(folder: Path) -> tuple[list[Path], list[Path]]:
     """(entries, ignored) directly in a folder, sorted."""
-    kept, ignored = [], []
+    kept: list[Path] = []
+    ignored: list[Path] = []
     for path in sorted(folder.iterdir()):
         (ignored if ignorable(path.name) else kept).append(path)
     return kept, ignored
@@ -270,7 +271,7 @@ def _layout_of(folder: Path) -> str:
     return "flat"
 
 
-def detect(folder: Path, refused: list[tuple[str, str]] = ()) -> Class:
+def detect(folder: Path, refused: list[tuple[str, str]] | tuple[()] = ()) -> Class:
     """Name the folder's layout and find each student's files in it.
 
     Nothing is followed: a link, a FIFO or a device where a submission (or a student's folder) should be makes
@@ -336,10 +337,8 @@ def _student_of(name: str, layout: str) -> tuple[str, str, bool]:
     parts = [part for part in name.replace("\\", "/").split("/") if part not in ("", ".", "..")] or ["(unnamed)"]
     if layout == "nbgrader" and parts[0] == "submitted" and len(parts) > 1:
         return parts[1], "", False
-    if layout == "moodle" and MOODLE.match(parts[0]):
-        match = MOODLE.match(parts[0])
+    if layout == "moodle" and (match := MOODLE.match(parts[0])):
         return match["id"], match["name"], False
-    if layout == "canvas" and CANVAS.match(parts[-1]):
-        match = CANVAS.match(parts[-1])
+    if layout == "canvas" and (match := CANVAS.match(parts[-1])):
         return match["user"], match["name"], bool(match["late"])
     return printable((Path(parts[0]).stem if len(parts) == 1 else parts[0]) or parts[0]), "", False

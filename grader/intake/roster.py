@@ -109,10 +109,10 @@ def read(path: str | Path) -> Roster:
     column = next((lowered.index(h) for h in PLAIN_HEADERS if h in lowered), None)
     body = rows[1:] if column is not None else rows
     column = column or 0
-    members = tuple(Member(row[column].strip()) for row in body if len(row) > column and row[column].strip())
-    if not members:
+    listed = tuple(Member(row[column].strip()) for row in body if len(row) > column and row[column].strip())
+    if not listed:
         raise GraderError(f"the roster {path} names no students")
-    return Roster(members)
+    return Roster(listed)
 
 
 def who(names: dict[str, str], student: Any) -> str:

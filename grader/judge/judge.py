@@ -228,9 +228,10 @@ def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: lis
     the grader; a fault of the lesson itself (`LessonError`) still propagates.
     """
     hidden = sum(1 for case in cases if case.hidden)
-    counts = {"public_cases": len(cases) - hidden, "hidden_cases": hidden}
+    public = len(cases) - hidden
     try:
-        return dataclasses.replace(_judge(exercise, cases, probe, expectations, cells, notebook, checks), **counts)
+        return dataclasses.replace(_judge(exercise, cases, probe, expectations, cells, notebook, checks),
+                                   public_cases=public, hidden_cases=hidden)
     except GraderError:
         raise
     except Exception as err:
@@ -238,7 +239,7 @@ def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: lis
         return ExerciseResult(exercise.id, "error", 0.0, exercise.points, exercise.kind,
                               (f"your answer for `{exercise.id}` could not be judged ({reason}); "
                                "return plain numbers, lists or arrays of the expected sizes",), scoring=exercise.scoring,
-                              **counts)
+                              public_cases=public, hidden_cases=hidden)
 
 
 def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],

@@ -71,7 +71,7 @@ def folder_for(lesson_id: str, device: str) -> Path:
     """The cache folder this lesson, device and machine would use (it may not exist yet)."""
     lesson = lessons.get(lesson_id)
     env = kernel_command.kernel_env(Path("/tmp"), devices.KernelStart(device=device))
-    facts = {"cells": handout.given_cells_in_order(lesson_id), "warmup": lesson.compile_warmup,
+    facts = {"cells": handout.given_cells_in_order(lessons.get(lesson_id)), "warmup": lesson.compile_warmup,
              "jax": _version("jax"), "jaxlib": _version("jaxlib"), "python": sys.version, "machine": platform.machine(),
              "processor": host.cpu_flags(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
     digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -100,7 +100,7 @@ def ensure(lesson_id: str, device: str) -> str:
         cache = work / "cache"
         cache.mkdir()
         program = work / "cells.json"
-        program.write_text(json.dumps([handout.given_cells_in_order(lesson_id), lesson.compile_warmup]))
+        program.write_text(json.dumps([handout.given_cells_in_order(lessons.get(lesson_id)), lesson.compile_warmup]))
         env = dict(kernel_command.kernel_env(work, devices.KernelStart(device=device)),
                    **kernel_command.compile_cache_env(str(cache), writer=True))
         env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"

@@ -71,7 +71,7 @@ def _parents(path: Path) -> list[str]:
 
 
 def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootless: bool, keep_caps: bool,
-                devices: list[str] = (), readonly: dict[str, str] | None = None) -> list[str]:
+                devices: tuple[str, ...] | list[str] = (), readonly: dict[str, str] | None = None) -> list[str]:
     """The read-only whitelist every kernel sees, plus `writable` dirs bound at their own paths.
 
     Every sandbox starts a new session (no controlling terminal: nothing can
@@ -117,8 +117,8 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootle
         argv += ["--ro-bind", str(venv), str(venv)]
     for folder in writable:
         argv += ["--bind", str(folder), str(folder)]
-    for source, target in readonly.items():
-        argv += ["--ro-bind", source, target]
+    for source_path, target_path in readonly.items():
+        argv += ["--ro-bind", source_path, target_path]
     # The root and the folders made on it (/etc, the parents of the binds) are read-only: as a normal user
     # they belong to the sandbox's own user, and a zygote's are shared by every kernel it forks.
     argv += ["--remount-ro", "/", "--chdir", str(workdir), "--clearenv"]
@@ -127,7 +127,7 @@ def _bwrap_base(writable: list[Path], workdir: Path, env: dict[str, str], rootle
     return argv
 
 
-def _device_binds(devices: list[str]) -> list[str]:
+def _device_binds(devices: tuple[str, ...] | list[str]) -> list[str]:
     """An accelerator's device nodes (only when --device asks for one), and what its driver reads: the device
     tree, and the folders its libraries were found in."""
     argv: list[str] = []

@@ -16,6 +16,7 @@ yet answered), and the student, never the grader, bears it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from queue import Empty
 from typing import Any
@@ -94,12 +95,10 @@ class CheckedChannel(AsyncZMQSocketChannel):
     malformed = ""
     """What was wrong with the first malformed message, once one arrived."""
 
-    @property
+    @functools.cached_property
     def broken(self) -> asyncio.Event:
-        """Set when the first malformed message arrives."""
-        if "_broken" not in self.__dict__:
-            self.__dict__["_broken"] = asyncio.Event()
-        return self.__dict__["_broken"]
+        """Set when the first malformed message arrives (made on first use, inside the running event loop)."""
+        return asyncio.Event()
 
     async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:  # type: ignore[override]
         deadline = None if timeout is None else time.monotonic() + timeout

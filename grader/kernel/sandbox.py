@@ -91,7 +91,7 @@ def plan(limits: Limits, want: str = "auto", require: bool = False) -> SandboxRe
     elif not root and not _userns_rootless(tool):
         reason = "this host does not let a normal user create user namespaces (run as root, or allow them)"
     if not reason:
-        own = _userns_for_nobody(tool) if root else True
+        own = _userns_for_nobody(tool) if root and tool else True
         if not own:
             reasons["own_user_namespace"] = "the kernel's user cannot create a user namespace; all kernels share one process budget"
         report = SandboxReport("bwrap", dict.fromkeys(LAYERS, True), limit_data, rootless=not root,
@@ -190,7 +190,7 @@ class SandboxKernelManager(upstream.QuickKernelManager):
             self.on_interrupt()
         await super().interrupt_kernel()
 
-    def __init__(self, *, report: SandboxReport, limits: Limits, start: KernelStart = None, **kwargs: Any) -> None:
+    def __init__(self, *, report: SandboxReport, limits: Limits, start: KernelStart | None = None, **kwargs: Any) -> None:
         super().__init__(kernel_name="python3", client_class=upstream.CLIENT_CLASS, **kwargs)
         self.report = report
         self.grade_limits = limits

@@ -56,7 +56,7 @@ class BoundedKernelClient(AsyncKernelClient):
         limits = getattr(self.parent, "grade_limits", None)
         return int(getattr(limits, "max_message_bytes", MAX_MESSAGE_BYTES))
 
-    async def wait_for_ready(self, timeout: float | None = None) -> None:  # type: ignore[override]
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
         """Ready once the kernel answers kernel_info and IOPub delivers (see the module's docstring)."""
         from queue import Empty
 

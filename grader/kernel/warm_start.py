@@ -28,7 +28,7 @@ def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
             return None
         device = "cpu"
         start = devices.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports,
-                                    compile_cache.ensure(lesson_id, device), handout.warm_sources(lesson_id))
+                                    compile_cache.ensure(lesson_id, device), handout.warm_sources(lessons.get(lesson_id)))
     except GraderError:  # each grade then says why
         return None
     return zygote.start_shared(options.limits, start)

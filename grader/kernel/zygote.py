@@ -70,7 +70,8 @@ class PidfdProcess:
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired("kernel", timeout or 0)
-            select.select([self.fd], [], [], 0.1)
+            if self.fd is not None:
+                select.select([self.fd], [], [], 0.1)
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -133,8 +134,9 @@ class Zygote:
 
     def _wait_ready(self) -> Zygote:
         if not self.ready:
-            ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
-            line = self.process.stdout.readline() if ready and self.process.stdout else b""
+            out = self.process.stdout
+            ready, _, _ = select.select([out], [], [], START_TIMEOUT) if out is not None else ([], [], [])
+            line = out.readline() if ready and out is not None else b""
             if line.strip() not in (b"ready", b"ready warm-cells"):
                 self.stop()
                 raise SandboxUnavailable("the kernel zygote did not start")
@@ -209,7 +211,7 @@ def stop_shared() -> None:
             _ZYGOTE.stop()
 
 
-class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
+class ZygoteProvisioner(LocalProvisioner):
     """Launches the kernel by asking the zygote instead of running a command."""
 
     zygote: Zygote | None = None
@@ -217,8 +219,9 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
         assert self.zygote is not None
-        self.process = self.zygote.spawn(self.request)
-        self.pid = self.process.pid
+        spawned = self.zygote.spawn(self.request)
+        self.process = spawned  # type: ignore[assignment]  # a pidfd-backed process answers as Popen does
+        self.pid = spawned.pid
         self.pgid = None
         self.cwd = kwargs.get("cwd")
         await self._sockets_bound()

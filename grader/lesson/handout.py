@@ -117,25 +117,24 @@ def other_lesson(lesson: lessons.Lesson, notebook: Any) -> tuple[str, int, int] 
 
 
 @functools.cache
-def prompt_texts(lesson_id: str) -> frozenset[str]:
+def prompt_texts(lesson: lessons.Lesson) -> frozenset[str]:
     """The scaffold's own text (stripped) of its prediction and explanation cells: an unchanged one is unanswered."""
-    return frozenset(cell.source.strip() for cell in scaffold(lessons.get(lesson_id)).cells if cell.cell_type == "markdown"
+    return frozenset(cell.source.strip() for cell in scaffold(lesson).cells if cell.cell_type == "markdown"
                      and {"prediction", "explanation"} & set(cell.metadata.get("tags", [])))
 
 
 @functools.cache
-def given_sources(lesson_id: str) -> frozenset[str]:
+def given_sources(lesson: lessons.Lesson) -> frozenset[str]:
     """The sources (stripped) of the scaffold's code cells tagged `given`."""
-    return frozenset(source.strip() for source in tagged(scaffold(lessons.get(lesson_id)).cells, "given"))
+    return frozenset(source.strip() for source in tagged(scaffold(lesson).cells, "given"))
 
 
 @functools.cache
-def warm_sources(lesson_id: str) -> tuple[str, ...]:
+def warm_sources(lesson: lessons.Lesson) -> tuple[str, ...]:
     """The sources of the lesson's `warm_cells`, checked: they must be the scaffold's first code cells, in order,
     tagged `given`, and none may end in an expression (a kernel would display its value; the template shows
     nothing). A template runs them once with the batch's hash seed; they must not print, draw random numbers
     from a shared generator, start threads or read the clock, since every kernel then starts from that one run."""
-    lesson = lessons.get(lesson_id)
     if not lesson.warm_cells:
         return ()
     code = [cell for cell in scaffold(lesson).cells if cell.cell_type == "code"]
@@ -155,11 +154,11 @@ def warm_sources(lesson_id: str) -> tuple[str, ...]:
     return tuple(sources)
 
 
-def warm_prefix(lesson_id: str, notebook: Any) -> frozenset[int]:
+def warm_prefix(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
     """Indices of the notebook's cells that a template's warm run stands for: the first code cells with source,
     when they are the lesson's warm cells unchanged and in order (matched by source, which the student controls
     as much as ids and tags); otherwise none."""
-    sources = warm_sources(lesson_id)
+    sources = warm_sources(lesson)
     if not sources:
         return frozenset()
     code = [(i, cell.source) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip()]
@@ -170,15 +169,15 @@ def warm_prefix(lesson_id: str, notebook: Any) -> frozenset[int]:
 
 
 @functools.cache
-def given_by_id(lesson_id: str) -> dict[str, str]:
+def given_by_id(lesson: lessons.Lesson) -> dict[str, str]:
     """The scaffold's given code cells, by cell id."""
-    return {cell.get("id", ""): cell.source for cell in scaffold(lessons.get(lesson_id)).cells
+    return {cell.get("id", ""): cell.source for cell in scaffold(lesson).cells
             if cell.cell_type == "code" and "given" in cell.metadata.get("tags", [])}
 
 
-def given_cells_in_order(lesson_id: str) -> list[str]:
+def given_cells_in_order(lesson: lessons.Lesson) -> list[str]:
     """The scaffold's given code cells, in notebook order."""
-    return tagged(scaffold(lessons.get(lesson_id)).cells, "given")
+    return tagged(scaffold(lesson).cells, "given")
 
 
 def release(lesson_id: str, out_dir: str | Path) -> Path:

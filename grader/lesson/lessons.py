@@ -16,7 +16,6 @@ import dataclasses
 import difflib
 import functools
 import math
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -27,43 +26,11 @@ import numpy as np
 
 from grader.base.errors import LessonError
 from grader.lesson import lesson_schema
+from grader.lesson.folders import course_folder
 
 KINDS = ("simulated", "measured")
 KERNEL_ARG = "__kernel__"
 """An argument `{"__kernel__": name}` is the student's own value of `name`, read in the kernel."""
-
-
-PACKAGED = Path(__file__).resolve().parent.parent / "course"
-"""Where an installed (non-editable) grader keeps its copy of `lessons/` and `templates/` (never `solutions/`)."""
-
-
-def course_roots() -> list[Path]:
-    """Folders searched for `lessons/`, `templates/` and `solutions/`, first match wins.
-
-    `GRADER_COURSE` (or `grader --course DIR`) first, then the checkout this
-    package runs from, then the copy installed with the package. `solutions/`
-    is instructor data: it is only ever found in the first two.
-    """
-    roots = []
-    env = os.environ.get("GRADER_COURSE")
-    if env:
-        roots.append(Path(env).resolve())
-    checkout = Path(__file__).resolve().parent.parent.parent
-    if (checkout / "lessons").is_dir():
-        roots.append(checkout)
-    roots.append(PACKAGED)
-    return roots
-
-
-def course_folder(name: str) -> Path:
-    """`lessons`, `templates` or `solutions`: the first root holding it (else where the first root would)."""
-    roots = course_roots()
-    return next((root / name for root in roots if (root / name).is_dir()), roots[0] / name)
-
-
-def course_root() -> Path:
-    """The root `lessons/` is read from (its git commit is recorded with every grade)."""
-    return course_folder("lessons").parent
 
 
 @dataclass(frozen=True)
@@ -197,6 +164,10 @@ class Lesson:
         """Sum of the exercises' points."""
         return float(sum(ex.points for ex in self.exercises))
 
+    def __hash__(self) -> int:
+        """A lesson is known by where it lives and which release it is (what caches of its code depend on)."""
+        return hash((self.folder, self.id, self.version))
+
     def exercise(self, exercise_id: str) -> Exercise:
         """The exercise with this id."""
         for ex in self.exercises:
@@ -216,10 +187,19 @@ def available() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "lesson.toml").is_file()) if root.is_dir() else []
 
 
-@functools.cache
 def get(lesson_id: str) -> Lesson:
-    """Load `lessons/<id>/lesson.toml`, or raise `LessonError`."""
-    folder = course_folder("lessons") / lesson_id
+    """Load `lessons/<id>/lesson.toml` from the course folder in force, or raise `LessonError` (loaded once per
+    folder: a lesson is keyed by where it lives, so two course folders never share one)."""
+    return _load(course_folder("lessons") / lesson_id, lesson_id)
+
+
+def forget() -> None:
+    """Read every lesson from its folder again (after an author changed one in this process)."""
+    _load.cache_clear()
+
+
+@functools.cache
+def _load(folder: Path, lesson_id: str) -> Lesson:
     spec_path = folder / "lesson.toml"
     if not spec_path.is_file():
         known = available()

@@ -65,7 +65,7 @@ def _digest(source: str) -> str:
 def restore(lesson: lessons.Lesson, notebook: Any) -> tuple[Any, Release]:
     """The notebook to run (a copy, with earlier releases' given cells replaced by the current ones) and its
     Release. A notebook with nothing to restore is returned as it is."""
-    current = handout.given_by_id(lesson.id)
+    current = handout.given_by_id(lesson)
     earlier = {sha: (release, cell) for sha, release, cell in lesson.earlier_given if cell in current}
     stated = lessons.released_version(notebook)
     found: dict[int, tuple[int, str]] = {}

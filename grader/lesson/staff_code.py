@@ -22,19 +22,18 @@ from grader.lesson.handout import answer_cells, scaffold, tagged
 
 
 @functools.lru_cache(maxsize=64)
-def reference(lesson_id: str, numbers: tuple[tuple[str, float], ...] = ()) -> dict[str, Any]:
+def reference(lesson: lessons.Lesson, numbers: tuple[tuple[str, float], ...] = ()) -> dict[str, Any]:
     """The reference namespace, built in the grader process only.
 
     It runs the scaffold cells tagged `reference` (given code the answers
     build on), with a student's variant `numbers` where given, and then the
     answer cells tagged `reference`.
     """
-    lesson = lessons.get(lesson_id)
-    namespace: dict[str, Any] = {"__name__": f"reference_{lesson_id.replace('-', '_')}"}
+    namespace: dict[str, Any] = {"__name__": f"reference_{lesson.id.replace('-', '_')}"}
     for source in tagged(scaffold(lesson, dict(numbers)).cells, "reference"):
-        exec(compile(source, f"<{lesson_id} given>", "exec"), namespace)
+        exec(compile(source, f"<{lesson.id} given>", "exec"), namespace)
     for source in tagged(answer_cells(lesson).values(), "reference"):
-        exec(compile(source, f"<{lesson_id} reference>", "exec"), namespace)
+        exec(compile(source, f"<{lesson.id} reference>", "exec"), namespace)
     return namespace
 
 
@@ -57,24 +56,23 @@ def _module(path: Path, name: str) -> ModuleType:
 
 
 @functools.cache
-def properties(lesson_id: str) -> dict[str, Callable[[lessons.Case, Any], list[str]]]:
+def properties(lesson: lessons.Lesson) -> dict[str, Callable[[lessons.Case, Any], list[str]]]:
     """The lesson's public consistency checks (`lessons/<id>/properties.py`)."""
-    path = lessons.get(lesson_id).folder / "properties.py"
+    path = lesson.folder / "properties.py"
     if not path.is_file():
         return {}
-    module = _module(path, f"properties_{lesson_id.replace('-', '_')}")
+    module = _module(path, f"properties_{lesson.id.replace('-', '_')}")
     return {name: fn for name, fn in vars(module).items() if callable(fn) and not name.startswith("_")}
 
 
-def hidden_cases(lesson_id: str, seed: int) -> dict[str, list[lessons.Case]]:
+def hidden_cases(lesson: lessons.Lesson, seed: int) -> dict[str, list[lessons.Case]]:
     """Hidden cases per exercise, drawn from `seed` by `solutions/<id>/hidden.py`."""
-    lesson = lessons.get(lesson_id)
     path = lesson.solutions / "hidden.py"
     if not path.is_file():
         raise LessonError(f"no hidden cases for lesson {lesson.id}: {path} is missing (run from the course checkout, "
                           "or name its folder with --course DIR or GRADER_COURSE)")
     _outside_the_environment(lesson.solutions)
-    module = _module(path, f"hidden_{lesson_id.replace('-', '_')}")
+    module = _module(path, f"hidden_{lesson.id.replace('-', '_')}")
     drawn = module.cases(np.random.default_rng(seed))
     unknown = set(drawn) - {ex.id for ex in lesson.exercises}
     if unknown:

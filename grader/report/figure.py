@@ -15,6 +15,7 @@ p50/p95/p99 and counts, for the panel and for the report's table.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -255,7 +256,7 @@ class _Scale:
         return tuple((self(v), tick_label(v, step)) for v in values)
 
 
-def _line_panel(top: float, title: str, xlabel: str, ylabel: str, series: list[tuple[str, list[float], list[float], str, bool]],
+def _line_panel(top: float, title: str, xlabel: str, ylabel: str, series: Sequence[tuple[str, Sequence[float], Sequence[float], str, bool]],
                 xlog: bool = False, notes: tuple[tuple[float, float, str], ...] = ()) -> Panel | None:
     """Series are (label, xs, ys, marker, dashed); on a log axis only positive x are drawn."""
     kept = []
@@ -335,7 +336,7 @@ def layout(seen: Evidence, spec: dict[str, Any]) -> Figure | None:
         scale = 1.0
     series = [(label, _series(simulated.get(name)))
               for name, label in zip(spec.get("series", []), spec.get("series_labels", spec.get("series", [])))]
-    series = [(str(label), values) for label, values in series if values is not None]
+    found = [(str(label), values) for label, values in series if values is not None]
     panels: list[Panel | None] = []
     top = float(HEADER)
     if reports:
@@ -347,9 +348,9 @@ def layout(seen: Evidence, spec: dict[str, Any]) -> Figure | None:
              ("warm p95", batches, [r["p95"] for r in reports], "square", True)],
             xlog=True, notes=tuple((r["batch"], r["p95"], f"n={r['n']}") for r in reports)))
         top += PANEL_HEIGHT if panels[-1] else 0
-    if series and scale > 0:
+    if found and scale > 0:
         with np.errstate(all="ignore"):
-            scaled = [(label, list(range(values.size)), (values / scale).tolist(), "", False) for label, values in series]
+            scaled = [(label, list(range(values.size)), (values / scale).tolist(), "", False) for label, values in found]
         scaled = [s for s in scaled if all(math.isfinite(v) for v in s[2])]
         panels.append(_line_panel(top, spec.get("series_title", "Simulated"), "request index",
                                   spec.get("series_ylabel", "simulated"), scaled) if scaled else None)

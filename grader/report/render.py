@@ -21,7 +21,7 @@ from grader.base.errors import LessonError
 from grader.intake import roster as class_list
 from grader.judge import mistakes
 from grader.lesson import lessons
-from grader.lesson.lessons import course_folder
+from grader.lesson.folders import course_folder
 from grader.report import figure
 from grader.result.evidence import Evidence, Shown
 from grader.result.record import INTERNAL_ERROR
@@ -308,7 +308,7 @@ def markdown_environment() -> jinja2.Environment:
     return env
 
 
-def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
+def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
                    changes: list[Any] | None = None, similar: Any = None) -> dict[str, Any]:
     """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students."""
     from collections import Counter
@@ -340,7 +340,7 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "differing": [{"student": r["student"], "count": r["differing_outputs"]} for r in graded
                           if r.get("differing_outputs")],
             "mean": sum(r["score"] for r in graded) / len(graded) if graded else 0.0, "max_score": max_score,
-            "distribution": distribution, "peak": max([d["count"] for d in distribution] or [1]) or 1,
+            "distribution": distribution, "peak": max([int(str(d["count"])) for d in distribution] or [1]) or 1,
             "exercises": exercises, "trouble": trouble,
             "absent": list(absent), "outside": [r["student"] for r in results if r.get("on_roster") is False],
             "late": [r["student"] for r in results if r.get("late")],
@@ -362,12 +362,12 @@ def _similar(report: Any) -> dict[str, Any]:
     return {"threshold": report.threshold, "pairs": pairs[:DASHBOARD_PAIRS], "more": len(pairs) - DASHBOARD_PAIRS}
 
 
-def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] = (),
+def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
                    changes: list[Any] | None = None, similar: Any = None) -> str:
     """The instructor's batch dashboard (`OUTDIR/index.html`); after a regrade, with what it changed; with the
     pairs of similar work flagged for review (similarity.Report), where it was computed."""
     data = dashboard_data(results, lesson, absent, changes, similar)
-    names = {r["student"]: r.get("name") for r in [*results, *absent] if r.get("name")}
+    names = {str(r["student"]): str(r["name"]) for r in [*results, *absent] if r.get("name")}
     return environment().get_template("dashboard.html.j2").render(d=data, who=lambda student: class_list.who(names, student))
 
 

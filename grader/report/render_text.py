@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from grader.base import escape
+from grader.base.shapes import mapping
 from grader.intake.roster import who
 from grader.report.render import points
 
@@ -21,8 +22,9 @@ def result_text(result: dict[str, Any]) -> str:
     """A result for the terminal, the same for `grade`, `check` and a batch's students: the score, each
     exercise with what to fix, the notes, and what the statuses mean."""
     check = result.get("mode") == "check"
-    arrived = result.get("submitted_as") if isinstance(result.get("submitted_as"), dict) else {}
-    student = who({result.get("student"): arrived.get("name")}, result.get("student")) if result.get("student") else ""
+    arrived = mapping(result, "submitted_as")
+    student = who({str(result["student"]): str(arrived.get("name") or "")}, str(result["student"])) \
+        if result.get("student") else ""
     if result.get("status") != "graded":
         whose = " · ".join(str(x) for x in (student, result.get("lesson")) if x)
         return f"{whose}: not graded: {result.get('error') or 'no reason was recorded'}"

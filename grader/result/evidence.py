@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.base.shapes import mapping
 from grader.run.decoded import NOTHING, decode
 
 KINDS = ("measured", "simulated")
@@ -44,7 +45,7 @@ class Shown:
 
     @classmethod
     def of(cls, entry: dict[str, Any]) -> Shown:
-        raised = entry.get("raised") if isinstance(entry.get("raised"), dict) else {}
+        raised = mapping(entry, "raised")
         return cls(str(entry.get("case", "")), str(entry.get("name", "")), tuple(decode(list(entry.get("args") or []))),
                    tuple(str(c) for c in entry.get("columns") or ()), str(entry.get("note") or ""),
                    decode(entry["value"]) if "value" in entry else NOTHING, str(raised.get("type", "")),
@@ -65,7 +66,7 @@ class Evidence:
         values: dict[str, dict[str, Any]] = {}
         answers: dict[str, dict[str, tuple[Shown, ...]]] = {}
         for kind in KINDS:
-            section = result.get(kind) if isinstance(result.get(kind), dict) else {}
+            section = mapping(result, kind)
             values[kind] = {str(name): decode(value) if value is not None else None
                             for name, value in (section.get("values") or {}).items()}
             answers[kind] = {str(ex): tuple(Shown.of(entry) for entry in entries if isinstance(entry, dict))

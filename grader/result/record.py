@@ -12,15 +12,17 @@ import sqlite3
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.base import escape, files
 from grader.base.errors import GradebookError
+from grader.base.shapes import mapping
 from grader.judge import mistakes
 from grader.judge.judge import ExerciseResult
 from grader.lesson.releases import Release
+from grader.result.parts import CellFacts, Differing, Explanation, RunFacts, SandboxFacts, Section, Submitted
 
 SCHEMA = 1
 INTERNAL_ERROR = "internal grader error"
@@ -49,13 +51,14 @@ class GradeResult:
     """Per-exercise verdicts."""
     error: str | None = None
     """One-line reason when rejected."""
-    measured: dict[str, Any] = field(default_factory=dict)
+    measured: Section | None = None
     """Timings taken while grading, with how they were taken; never graded on speed."""
-    simulated: dict[str, Any] = field(default_factory=dict)
+    simulated: Section | None = None
     """The student's deterministic answers on the public inputs, checked exactly."""
     environment: dict[str, Any] = field(default_factory=dict)
-    """Host, versions, time and concurrency of this grade."""
-    sandbox: dict[str, Any] = field(default_factory=dict)
+    """Host, versions, time and concurrency of this grade: the one open mapping (its keys are what the host and
+    the kernel report)."""
+    sandbox: SandboxFacts | None = None
     """Isolation layers in force."""
     mode: str = "grade"
     """`grade` (hidden cases drawn) or `check` (the public ones only)."""
@@ -74,21 +77,21 @@ class GradeResult:
     """When it was graded (UTC, ISO 8601)."""
     notes: tuple[str, ...] = ()
     """What the grader noticed about the notebook as a whole."""
-    run: dict[str, Any] = field(default_factory=dict)
+    run: RunFacts | None = None
     """Attempts, seconds, per-phase timings, floods and deadline of the run."""
-    cells: tuple[dict[str, Any], ...] = ()
+    cells: tuple[CellFacts, ...] = ()
     """Each cell that ran: index, id, status, error and seconds."""
     stored_outputs: int = 0
     """How many outputs the submitted notebook stored."""
-    as_submitted: tuple[dict[str, Any], ...] = ()
+    as_submitted: tuple[Differing, ...] = ()
     """Stored outputs that differ from the fresh run's (the student's claim, never trusted)."""
-    explanations: tuple[dict[str, Any], ...] = ()
+    explanations: tuple[Explanation, ...] = ()
     """The student's written answers."""
     numbers: tuple[tuple[str, float], ...] = ()
     """The student's own numbers where the course grades the lesson per student (variants.py), else ()."""
     release: Release | None = None
     """Which release of the lesson the notebook came from and which one graded it (releases.py)."""
-    submitted_as: dict[str, Any] | None = None
+    submitted_as: Submitted | None = None
     """How a batch received it (layout, files, name, late, roster match); None outside a batch."""
     notebook: Any = field(default=None, compare=False, repr=False)
     """The freshly executed notebook (not part of the JSON; kept for portfolios)."""
@@ -98,14 +101,15 @@ class GradeResult:
         data: dict[str, Any] = {
             "schema": SCHEMA, "status": self.status, "error": self.error, "lesson": self.lesson,
             "student": self.student, "score": self.score, "max_score": self.max_score,
-            "exercises": [e.to_dict() for e in self.exercises], "measured": self.measured,
-            "simulated": self.simulated, "environment": self.environment, "sandbox": self.sandbox,
+            "exercises": [e.to_dict() for e in self.exercises], "measured": _part(self.measured),
+            "simulated": _part(self.simulated), "environment": self.environment, "sandbox": _part(self.sandbox),
         }
         if self.status == "graded":
             data.update(mode=self.mode, seed=self.seed, seed_from=self.seed_from, hash_seed=self.hash_seed, digest=self.digest,
-                        submission=self.submission, graded_at=self.graded_at, notes=list(self.notes), run=self.run,
-                        cells=list(self.cells), stored_outputs=self.stored_outputs,
-                        as_submitted=list(self.as_submitted), explanations=list(self.explanations),
+                        submission=self.submission, graded_at=self.graded_at, notes=list(self.notes), run=_part(self.run),
+                        cells=[c.to_dict() for c in self.cells], stored_outputs=self.stored_outputs,
+                        as_submitted=[d.to_dict() for d in self.as_submitted],
+                        explanations=[e.to_dict() for e in self.explanations],
                         release=self.release.to_dict() if self.release else None,
                         numbers=dict(self.numbers) or None)
         else:
@@ -113,22 +117,31 @@ class GradeResult:
             if self.digest is not None:
                 data["digest"] = self.digest
         if self.submitted_as is not None:
-            data["submitted_as"] = self.submitted_as
+            data["submitted_as"] = self.submitted_as.to_dict()
         return data
 
 
-_TUPLES = ("notes", "cells", "as_submitted", "explanations")
+def _part(part: Any) -> dict[str, Any]:
+    return part.to_dict() if part is not None else {}
 
 
 def read_result(data: dict[str, Any]) -> GradeResult:
-    """A written result read back into a typed record (receipt fields and unknown keys are left out)."""
-    known = {f.name for f in fields(GradeResult)} - {"notebook", "exercises"}
-    values = {k: data[k] for k in known if k in data}
-    values.update({k: tuple(values[k]) for k in _TUPLES if k in values})
-    if "release" in values:
-        values["release"] = Release.from_dict(values["release"])
-    values["numbers"] = tuple(sorted((values.get("numbers") or {}).items()))
-    return GradeResult(exercises=tuple(ExerciseResult.from_dict(e) for e in data.get("exercises") or ()), **values)
+    """A written result read back into a typed record (receipt fields and unknown keys are left out):
+    `read_result(r.to_dict()) == r` for every result the grader makes."""
+    def each(kind: Any, key: str) -> tuple[Any, ...]:
+        return tuple(kind.from_dict(item) for item in data.get(key) or () if isinstance(item, dict))
+
+    plain = {"status", "lesson", "student", "score", "max_score", "error", "mode", "seed", "seed_from", "hash_seed",
+             "digest", "submission", "graded_at", "stored_outputs"}
+    return GradeResult(
+        **{k: data[k] for k in plain if k in data}, exercises=each(ExerciseResult, "exercises"),
+        measured=Section.from_dict(data.get("measured")), simulated=Section.from_dict(data.get("simulated")),
+        environment=dict(data.get("environment") or {}), sandbox=SandboxFacts.from_dict(data.get("sandbox")),
+        notes=tuple(data.get("notes") or ()), run=RunFacts.from_dict(data.get("run")), cells=each(CellFacts, "cells"),
+        as_submitted=each(Differing, "as_submitted"), explanations=each(Explanation, "explanations"),
+        numbers=tuple(sorted((data.get("numbers") or {}).items())),
+        release=Release.from_dict(data["release"]) if data.get("release") else None,
+        submitted_as=Submitted.from_dict(data.get("submitted_as")))
 
 
 def dumps(data: dict[str, Any]) -> str:
@@ -225,7 +238,7 @@ class Gradebook:
         values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"), dumps(data))
         cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                  key + values + (regrade,))
-        if cursor.rowcount != 1 and _retryable(*self._stored(key)):
+        if cursor.rowcount != 1 and (stored := self._stored(key)) is not None and _retryable(*stored):
             cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=?"
                                      " WHERE lesson=? AND student=? AND digest=?", values + key)
         self.db.commit()
@@ -269,13 +282,13 @@ def _retryable(status: str, text: str) -> bool:
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """The fields of a result that the CSV and the dashboard use."""
     keep = {k: data.get(k) for k in ("schema", "status", "lesson", "student", "score", "max_score", "error", "graded_at")}
-    box = data.get("sandbox") if isinstance(data.get("sandbox"), dict) else {}
+    box = mapping(data, "sandbox")
     keep["isolated"] = box.get("isolated") if data.get("status") == "graded" else None
     keep["differing_outputs"] = len(data.get("as_submitted") or [])
-    env = data.get("environment") if isinstance(data.get("environment"), dict) else {}
+    env = mapping(data, "environment")
     keep["host"] = f"{env.get('cpu_model') or '?'} ({env.get('cpu_count') or '?'} cores)" if env else None
     keep["device"] = f"{env.get('jax_backend') or '?'}: {env.get('jax_device_kind') or '?'}" if env else None
-    arrived = data.get("submitted_as") if isinstance(data.get("submitted_as"), dict) else {}
+    arrived = mapping(data, "submitted_as")
     keep.update(name=arrived.get("name") or "", late=bool(arrived.get("late")), on_roster=arrived.get("on_roster"),
                 section=arrived.get("section") or "")
     # The dashboard reads the first message of an exercise that did not pass, and nothing else of the messages;
@@ -293,7 +306,7 @@ def _once(value: Any) -> Any:
 
 
 def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path,
-              absent: list[dict[str, Any]] = ()) -> None:
+              absent: list[dict[str, Any]] | tuple[()] = ()) -> None:
     """One row per student: status, total and one column per exercise; roster students with no submission
     get a row whose status is `missing`."""
     rows = [["student", "lesson", "status", "score", "max_score", *exercise_ids, "error", "name", "late"]]

@@ -23,6 +23,7 @@ from typing import Any
 
 from grader.base import files
 from grader.base.errors import GraderError
+from grader.base.shapes import mapping
 from grader.lesson import lessons
 
 KEY_NAME = "course.key"
@@ -272,7 +273,7 @@ def check(data: Any, key: Any) -> tuple[str, str]:
             "legacy", "signed before results were signed as RFC 8785 JSON: grade it again for a receipt that binds")
     except (InvalidSignature, ValueError, TypeError):
         pass
-    stored = data.get(FIELD_DIGESTS) if isinstance(data.get(FIELD_DIGESTS), dict) else {}
+    stored = mapping(data, FIELD_DIGESTS)
     now = _field_digests(data, form)
     changed = sorted(k for k in set(now) | set(stored) if now.get(k) != stored.get(k))
     return "altered", ("field " + ", ".join(changed)) if changed else "the signed fields or their digests"

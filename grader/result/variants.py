@@ -134,7 +134,7 @@ def plain(value: Any) -> Any:
 
 def public_figures(lesson: lessons.Lesson, numbers: dict[str, float]) -> dict[str, Any]:
     """The reference's answers, for these numbers, to every public case that varies (`exercise/index` keys)."""
-    reference = staff_code.reference(lesson.id, tuple(sorted(numbers.items())))
+    reference = staff_code.reference(lesson, tuple(sorted(numbers.items())))
     figures = {}
     for exercise in lesson.exercises:
         for index, case in enumerate(exercise.cases):
@@ -170,7 +170,7 @@ def own_figures(lesson: lessons.Lesson, ex_id: str, cases: list[lessons.Case], n
             return cases, None
         unstated = [dataclasses.replace(c, expect=None, has_expect=False) if i in varied else c
                     for i, c in enumerate(cases)]
-        return unstated, staff_code.reference(lesson.id, tuple(sorted(numbers.items())))
+        return unstated, staff_code.reference(lesson, tuple(sorted(numbers.items())))
     figures = (notebook.metadata.get("grader") or {}).get("public")
     if not isinstance(figures, dict) or found_numbers(lesson, notebook)[1] in ({}, defaults(lesson)):
         return cases, None

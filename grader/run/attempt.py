@@ -25,8 +25,9 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from grader.base.limits import Limits
 from grader.kernel import kernel_messages
 from grader.kernel.sandbox import SandboxKernelManager
-from grader.run.cells import TRUNCATED, CellRun, left_out, plain_traceback, probe_outcome, readable, short_error, stdout, whole_seconds
-from grader.run.sections import JOURNAL, Sectioned, read_journal, stopped_section
+from grader.run.cells import TRUNCATED, CellRun, ProbeOutcome, plain_traceback, readable, short_error, stdout, whole_seconds
+from grader.run.sections import JOURNAL, Sectioned
+from grader.run.tail import Tail
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Attempt:
     """What one kernel did with the notebook."""
 
     cells: dict[int, CellRun] = field(default_factory=dict)
-    tail: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tail: dict[str, ProbeOutcome] = field(default_factory=dict)
     killer: tuple[str, Any] | None = None
     """("cell", index) or ("tail", key): what stopped the kernel, to leave out next time."""
     flood: bool = False
@@ -97,14 +98,14 @@ class OutputCapped(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
-async def watch_protocol(channel: kernel_messages.CheckedChannel, km: Any, state: dict[str, Any]) -> None:
+async def watch_protocol(channel: kernel_messages.CheckedChannel, km: Any, watched: Watched) -> None:
     """A kernel that sent a malformed message is stopped; nbclient then meets a dead kernel on its own path."""
     await channel.broken.wait()
-    state["garbled"] = state["garbled"] or channel.malformed
+    watched.garbled = watched.garbled or channel.malformed
     await km.shutdown_kernel(now=True)
 
 
-async def watch_flood(channel: Any, km: Any, state: dict[str, Any]) -> None:
+async def watch_flood(channel: Any, km: Any, watched: Watched) -> None:
     """libzmq drops a connection for good when a message exceeds MAXMSGSIZE: stop the kernel then."""
     from zmq.utils.monitor import parse_monitor_message
 
@@ -116,7 +117,7 @@ async def watch_flood(channel: Any, km: Any, state: dict[str, Any]) -> None:
             if event["event"] == zmq.EVENT_DISCONNECTED:
                 await asyncio.sleep(0.2)
                 if await km.is_alive():
-                    state["flood"] = True
+                    watched.flood = True
                     await km.shutdown_kernel(now=True)
                 return
     finally:
@@ -127,8 +128,22 @@ async def watch_flood(channel: Any, km: Any, state: dict[str, Any]) -> None:
         monitor.close(linger=0)
 
 
+@dataclass
+class Watched:
+    """What the watcher tasks saw while an attempt ran: the notebook's deadline fired, a flood, a garbled message."""
+
+    fired: bool = False
+    flood: bool = False
+    garbled: str = ""
+
+
 class AttemptRun:
-    """One kernel's run of a `Plan`: `await AttemptRun(plan).run()` gives the `Attempt`."""
+    """One kernel's run of a `Plan`: `await AttemptRun(plan).run()` gives the `Attempt`.
+
+    Its state: the attempt's record (`result`), the notebook with the tail cells appended (`nb`, `tail`), the cell
+    running now (`current`, written by nbclient's hooks), the cells interrupted (`timed_out`), the replies, and what
+    the watchers saw (`watched`).
+    """
 
     def __init__(self, plan: Plan) -> None:
         self.plan, self.limits = plan, plan.limits
@@ -137,31 +152,12 @@ class AttemptRun:
         self.n_student = len(self.nb.cells)
         self.km = plan.make_kernel()
         self.km.on_interrupt = self._interrupted
-        self.journal = str(self.km.rundir / JOURNAL)
-        self.tail_index: dict[int, str] = {}
-        self.sectioned: dict[int, tuple[Sectioned, tuple[str, ...]]] = {}
-        self._append_probes()
+        self.tail = Tail(plan.tail, plan.skip_tail, self.nb, str(self.km.rundir / JOURNAL), self.result.tail)
         self.client = self._client()
         self.current = -1
         self.timed_out: set[int] = set()
         self.replies: dict[int, dict[str, Any]] = {}
-        self.state: dict[str, Any] = {"fired": False, "flood": False, "garbled": ""}
-
-    def _append_probes(self) -> None:
-        for key, source in self.plan.tail:
-            if isinstance(source, Sectioned):
-                for section in source.sections:
-                    if section in self.plan.skip_tail:
-                        self.result.tail[section] = left_out(self.plan.skip_tail[section])
-                keep = tuple(section for section in source.sections if section not in self.plan.skip_tail)
-                if not keep:
-                    continue
-                self.sectioned[len(self.nb.cells)] = (source, keep)
-                source = source.build(keep, self.journal)
-            cell = nbformat.v4.new_code_cell(source)
-            cell["id"] = f"grader-probe-{len(self.nb.cells)}"
-            self.tail_index[len(self.nb.cells)] = key
-            self.nb.cells.append(cell)
+        self.watched = Watched()
 
     def _client(self) -> OutputCapped:
         limits = self.limits
@@ -170,7 +166,7 @@ class AttemptRun:
                               startup_timeout=whole_seconds(limits.startup_timeout), iopub_timeout=4,
                               shutdown_kernel="immediate", record_timing=False, kernel_name="python3",
                               on_cell_start=self._started, on_cell_executed=self._executed)
-        for index, (_, keep) in self.sectioned.items():
+        for index, (_, keep) in self.tail.sectioned.items():
             client.caps[index] = (limits.probe_payload_bytes + 4096) * len(keep)
         return client
 
@@ -184,11 +180,9 @@ class AttemptRun:
 
     def _timeout(self, cell: Any) -> int:
         index = self.current
-        if index in self.sectioned:
-            source, keep = self.sectioned[index]
-            return whole_seconds(source.seconds_each * len(keep) + 1)
         if index >= self.n_student:
-            return whole_seconds(self.limits.probe_timeout)
+            sectioned = self.tail.seconds(index)
+            return whole_seconds(sectioned if sectioned is not None else self.limits.probe_timeout)
         return whole_seconds(self.plan.budgets.get(index, self.limits.cell_timeout))
 
     def _interrupted(self) -> None:
@@ -205,7 +199,7 @@ class AttemptRun:
                 self.result.startup = time.monotonic() - started
                 watchdog = asyncio.ensure_future(self._watch_deadline())
                 assert self.client.kc is not None
-                monitors = [asyncio.ensure_future(watch(channel, self.km, self.state))
+                monitors = [asyncio.ensure_future(watch(channel, self.km, self.watched))
                             for channel in (self.client.kc.iopub_channel, self.client.kc.shell_channel)
                             for watch in (watch_flood, watch_protocol)]
                 await self._cells()
@@ -219,7 +213,7 @@ class AttemptRun:
 
     async def _watch_deadline(self) -> None:
         await asyncio.sleep(max(0.0, self.plan.deadline - time.monotonic()))
-        self.state["fired"] = True
+        self.watched.fired = True
         await self.km.shutdown_kernel(now=True)
 
     async def _cells(self) -> None:
@@ -243,11 +237,7 @@ class AttemptRun:
     def _passed_over(self, index: int, cell: Any) -> bool:
         """Empty cells, and what an earlier attempt left out, are recorded without running."""
         if index >= self.n_student:
-            key = self.tail_index[index]
-            if key in self.plan.skip_tail:
-                self.result.tail[key] = left_out(self.plan.skip_tail[key])
-                return True
-            return False
+            return self.tail.left_out(index)
         if cell.cell_type != "code" or not cell.source.strip():
             self.result.cells[index] = CellRun(index, cell["id"], "empty")
             return True
@@ -266,7 +256,7 @@ class AttemptRun:
         timed_out = index in self.timed_out
         if index >= self.n_student:
             self.result.probe_seconds += elapsed
-            self._record_probe(index, stdout(cell), reply, "timeout" if timed_out else "ok")
+            self.tail.ran(index, stdout(cell), reply, "timeout" if timed_out else "ok")
             return
         self.result.cell_seconds += elapsed
         if timed_out:
@@ -280,22 +270,10 @@ class AttemptRun:
             run = CellRun(index, cell["id"], "ok", seconds=elapsed)
         self.result.cells[index] = run
 
-    def _record_probe(self, index: int, text: str, reply: dict[str, Any], status: str) -> None:
-        error = f"{reply.get('ename')}: {reply.get('evalue')}" if reply.get("status") == "error" else ""
-        if index not in self.sectioned:
-            self.result.tail[self.tail_index[index]] = probe_outcome(status, text, error,
-                                                                     "timed out" if status == "timeout" else "")
-            return
-        source, keep = self.sectioned[index]
-        _, answered = source.progress(text)
-        for section in keep:
-            late = status if section not in answered else "ok"
-            self.result.tail[section] = probe_outcome(late, text, error, "timed out" if late == "timeout" else "")
-
     async def _stopped(self, index: int, cell: Any, err: Exception, elapsed: float) -> None:
         """The kernel died, hung or was stopped in this cell: blame it, and record the rest as not run."""
         await asyncio.sleep(0.3)  # let the flood monitor report first
-        fired, flood, garbled = self.state["fired"], bool(self.state["flood"]), self.state["garbled"]
+        fired, flood, garbled = self.watched.fired, self.watched.flood, self.watched.garbled
         timed = fired or not isinstance(err, DeadKernelError)
         status = "timeout" if timed else "died"
         why = (f"flooded its output (a message over {self.limits.max_message_bytes // 2**20} MiB); the kernel was stopped"
@@ -303,14 +281,12 @@ class AttemptRun:
                else "the kernel died while running this cell")
         is_tail = index >= self.n_student
         if garbled and is_tail:
-            self._garbled_probe(index, cell, why)
+            self.tail.garbled(index, stdout(cell), why)
             self._finish_rest(index + 1, "not-run", "the kernel stopped")
             return
-        key: Any = self.tail_index.get(index)
-        if index in self.sectioned:
-            key = self._sections_stopped(index, stdout(cell), status, why if not timed else "timed out")
-        elif is_tail:
-            self.result.tail[key] = {"status": status, "detail": why if not timed else "timed out"}
+        key: Any = None
+        if is_tail:
+            key = self.tail.stopped(index, stdout(cell), status, why if not timed else "timed out", fired)
         else:
             self.result.cells[index] = CellRun(index, cell["id"], "timeout" if timed else "dropped",
                                                evalue=why if not timed else "", seconds=elapsed)
@@ -320,41 +296,9 @@ class AttemptRun:
         self._finish_rest(index + 1, "timeout" if fired else "not-run",
                           "the notebook ran past its time limit" if fired else "the kernel stopped")
 
-    def _garbled_probe(self, index: int, cell: Any, why: str) -> None:
-        """Which probe garbled the protocol cannot be told (the kernel goes on past it): every exercise not
-        answered before the first bad message fails, and nothing is rerun."""
-        text = stdout(cell)
-        answered = self.sectioned[index][0].progress(text)[1] if index in self.sectioned else set()
-        for section in (self.sectioned[index][1] if index in self.sectioned else (self.tail_index[index],)):
-            self.result.tail[section] = (probe_outcome("ok", text) if section in answered
-                                         else {"status": "ok", "stdout": "", "error": f"your code {why}"})
-
-    def _sections_stopped(self, index: int, text: str, status: str, why: str) -> str:
-        """A sectioned cell ended with its kernel dead or stuck: answered sections keep their answers, the section
-        that was running takes the blame (returned), and the rest did not run (nor did one that finished but whose
-        answer the dying kernel never sent: it runs again next attempt). The journal names the running section
-        even when the stdout that announced it was lost."""
-        source, keep = self.sectioned[index]
-        fired = self.state["fired"]
-        running = stopped_section(source, keep, text, read_journal(self.journal))
-        _, answered = source.progress(text)
-        for section in keep:
-            if section in answered:
-                self.result.tail[section] = probe_outcome("ok", text)
-            elif section == running:
-                self.result.tail[section] = {"status": status, "detail": why}
-            else:
-                self.result.tail[section] = {"status": "timeout" if fired else "skipped",
-                                             "detail": "the notebook ran past its time limit" if fired
-                                             else "the kernel stopped"}
-        return running
-
     def _finish_rest(self, start: int, status: str, why: str) -> None:
         for j in range(start, len(self.nb.cells)):
             if j < self.n_student:
                 self.result.cells.setdefault(j, CellRun(j, self.nb.cells[j]["id"], status))
-                continue
-            keys = self.sectioned[j][1] if j in self.sectioned else (self.tail_index.get(j),)
-            for key in keys:
-                self.result.tail.setdefault(key, {"status": "timeout" if status == "timeout" else "skipped",
-                                                  "detail": why})
+            else:
+                self.tail.not_reached(j, status == "timeout", why)

@@ -77,11 +77,21 @@ def stdout(cell: Any) -> str:
                    and o.get("name") == "stdout")
 
 
-def left_out(status: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """What one tail cell (or one section of it) came to: how it ended, what it printed, the error it raised, and
+    why it ended as it did. `status`: ok, timeout, died or skipped."""
+
+    status: str
+    stdout: str = ""
+    error: str = ""
+    detail: str = ""
+
+
+SKIPPED = ProbeOutcome("skipped")
+"""The outcome of a probe that never ran."""
+
+
+def left_out(status: str) -> ProbeOutcome:
     """The outcome of a tail cell or section left out of this attempt because it hung or killed the last kernel."""
-    return {"status": status, "detail": "left out after it " + ("hung" if status == "timeout" else "killed the kernel")}
-
-
-def probe_outcome(status: str, text: str = "", error: str = "", detail: str = "") -> dict[str, Any]:
-    """One probe key's outcome: ok|timeout|died|skipped, what it printed, the error it raised, and why."""
-    return {"status": status, "stdout": text, "error": error, "detail": detail}
+    return ProbeOutcome(status, detail="left out after it " + ("hung" if status == "timeout" else "killed the kernel"))

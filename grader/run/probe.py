@@ -20,6 +20,7 @@ from typing import Any
 from grader.base import shapes
 from grader.lesson.lessons import Case
 from grader.run import sections
+from grader.run.cells import ProbeOutcome
 from grader.run.decoded import Answer
 
 WIRE_SOURCE = (Path(__file__).with_name("wire.py")).read_text(encoding="utf-8")
@@ -199,16 +200,16 @@ def sectioned(plans: list[ExercisePlan], nonce: str, seconds: float) -> sections
                          nonce, seconds)
 
 
-def collect(plan: ExercisePlan, outcome: dict[str, Any], nonce: str, max_bytes: int) -> Probe:
+def collect(plan: ExercisePlan, outcome: ProbeOutcome, nonce: str, max_bytes: int) -> Probe:
     """Parse one probe cell's outcome (from `run.execute`) into a Probe."""
-    status = outcome.get("status")
+    status = outcome.status
     if status in ("timeout", "died", "skipped"):
-        return Probe(plan.exercise_id, status, detail=outcome.get("detail", ""))
-    text = outcome.get("stdout", "")
+        return Probe(plan.exercise_id, status, detail=outcome.detail)
+    text = outcome.stdout
     prefix = f"{nonce}{sections.SECTION_ANSWER}{plan.exercise_id}:"
     line = next((ln for ln in reversed(text.splitlines()) if ln.startswith(prefix)), None)
     if line is None:
-        why = outcome.get("error") or "the probe printed no answer (was sys.stdout replaced?)"
+        why = outcome.error or "the probe printed no answer (was sys.stdout replaced?)"
         return Probe(plan.exercise_id, "unreadable", detail=why)
     if len(line) - len(prefix) > max_bytes:
         return Probe(plan.exercise_id, "unreadable", detail=f"the answers were larger than {max_bytes} bytes")
@@ -343,9 +344,9 @@ def environment_cell(nonce: str) -> str:
     return _ENVIRONMENT + f"__grader_environment({json.dumps(nonce)})\ndel __grader_environment\n"
 
 
-def collect_environment(outcome: dict[str, Any], nonce: str) -> dict[str, Any]:
+def collect_environment(outcome: ProbeOutcome, nonce: str) -> dict[str, Any]:
     """The environment cell's report, or an empty dict when it did not run."""
-    line = next((ln for ln in reversed(outcome.get("stdout", "").splitlines()) if ln.startswith(nonce)), None)
+    line = next((ln for ln in reversed(outcome.stdout.splitlines()) if ln.startswith(nonce)), None)
     if line is None or len(line) > 10_000:
         return {}
     try:

@@ -19,7 +19,7 @@ from typing import Any
 from grader.base.limits import Limits
 from grader.kernel.sandbox import SandboxKernelManager
 from grader.run.attempt import Attempt, AttemptRun, Plan
-from grader.run.cells import CellRun, cell_name
+from grader.run.cells import CellRun, ProbeOutcome, cell_name
 from grader.run.sections import Sectioned
 
 
@@ -29,8 +29,8 @@ class Executed:
 
     cells: tuple[CellRun, ...]
     """Student cells, in notebook order."""
-    tail: dict[str, dict[str, Any]]
-    """Per probe key: {"status": ok|timeout|died|skipped, "stdout": text, "detail": why}."""
+    tail: dict[str, ProbeOutcome]
+    """Per probe key, what its cell (or its section) came to."""
     notebook: Any
     """The freshly executed notebook (probe cells removed), outputs capped."""
     attempts: int
@@ -112,7 +112,7 @@ async def _execute(notebook: Any, tail: list[tuple[str, str | Sectioned]], limit
                            + ("ignored the interrupt after its timeout" if status == "timeout"
                               else attempt.cells[key].evalue or "killed the kernel"))
         else:
-            skip_tail[key] = attempt.tail[key]["status"]
+            skip_tail[key] = attempt.tail[key].status
             dropped.append(f"the probe of exercise '{key}' "
                            + ("ignored the interrupt after its timeout" if skip_tail[key] == "timeout" else "killed the kernel"))
     cells = tuple(attempt.cells[i] for i in range(len(notebook.cells)))
