@@ -22,7 +22,7 @@ from grader.base.errors import GraderError, SubmissionRejected
 from grader.classroom import batch, platforms
 from grader.intake import layouts, load, roster
 from grader.report import render
-from grader.result import record
+from grader.result import gradebook
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"
@@ -220,7 +220,7 @@ def test_every_csv_cell_a_student_controls_is_no_formula_and_numbers_stay_number
              "name": f, "late": False, "exercises": []} for f in FORMULAS]
     rows.append({"student": "-2", "lesson": LESSON, "status": "graded", "score": -1.5, "max_score": 3.0,
                  "error": "", "name": "", "late": False, "exercises": [{"id": "x", "score": 1.0}]})
-    record.write_csv(rows, ["x"], tmp_path / "grades.csv", [{"student": "=2+2", "name": "@A1"}])
+    gradebook.write_csv(rows, ["x"], tmp_path / "grades.csv", [{"student": "=2+2", "name": "@A1"}])
     cells = _cells((tmp_path / "grades.csv").read_text())
     for row in cells[1:]:
         for cell in row:

@@ -132,14 +132,14 @@ def test_stale_outputs_on_a_correct_notebook_change_nothing(graded, tmp_path):
 
 def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_dashboard(graded, tmp_path):
     from grader.report import render, render_text
-    from grader.result import record
+    from grader.result import gradebook
 
     fake = _fake_outputs(handout.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
     result = graded.file(write(fake, tmp_path / "doctored.ipynb"), LESSON)
     assert result["stored_outputs"] > 0 and result["as_submitted"]
     assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render_text.result_text(result)
     assert "differ from the fresh run" in render.report_html(result).split("<h2>Exercises</h2>")[0]
-    dashboard = render.dashboard_html([record.summary(result)], lessons.get(LESSON))
+    dashboard = render.dashboard_html([gradebook.summary(result)], lessons.get(LESSON))
     assert "Stored outputs that differ from the fresh run" in dashboard and "doctored" in dashboard
     clean = graded.solution(LESSON)  # written by the grader, never run: no stored outputs at all
     assert clean["stored_outputs"] == 0 and "submitted without stored outputs" in render.report_html(clean)

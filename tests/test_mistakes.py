@@ -13,7 +13,7 @@ from grader.judge import mistakes
 from grader.judge.judge import CaseVerdict, ExerciseResult
 from grader.lesson import lessons
 from grader.report import render
-from grader.result import record
+from grader.result import gradebook
 from grader.result.record import GradeResult
 
 
@@ -57,14 +57,14 @@ def test_an_exercise_not_judged_case_by_case_is_one_mistake_and_a_summary_keeps_
     rows = [_result("ada", missing), _result("ben", missing)]
     (group,), = mistakes.grouped(rows).values()
     assert group.students == ["ada", "ben"] and group.outcome == "missing" and group.input == ""
-    summaries = [record.summary(row) for row in rows]  # what the batch's dashboard reads
+    summaries = [gradebook.summary(row) for row in rows]  # what the batch's dashboard reads
     assert mistakes.grouped(summaries)["burst"][0].students == ["ada", "ben"]
 
 
 def test_the_dashboard_shows_each_group_with_its_students():
     rows = [_result(s, _queue(_case("`simulate(a, 2.0)`", "failed", f"expected 4.0, got {v}")))
             for s, v in (("ada", 3.5), ("ben<b>", 3.0))]
-    html = render.dashboard_html([record.summary(r) for r in rows], lessons.get("inference-capacity"))
+    html = render.dashboard_html([gradebook.summary(r) for r in rows], lessons.get("inference-capacity"))
     section = html[html.index('id="mistakes"'):]
     assert "expected 4.0, got 3.5" in section and "ben&lt;b&gt;" in section and "ben<b>" not in html
     assert re.search(r"<td>2</td><td><span class=\"failed\">failed</span></td>", section)
@@ -77,7 +77,7 @@ def test_the_grouped_mistakes_render_in_chromium(tmp_path):
     rows = [_result(s, _queue(_case("`simulate(a, 2.0)`", "failed", f"expected 4.0, got {v}")))
             for s, v in (("ada", 3.5), ("ben", 3.0))]
     page = tmp_path / "index.html"
-    page.write_text(render.dashboard_html([record.summary(r) for r in rows], lessons.get("inference-capacity")))
+    page.write_text(render.dashboard_html([gradebook.summary(r) for r in rows], lessons.get("inference-capacity")))
     done = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
                            page.as_uri()], capture_output=True, text=True, timeout=120)
     dom = done.stdout

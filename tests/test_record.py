@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from grader.result import record
+from grader.result import gradebook, record
 
 
 def _result(student, score, when):
@@ -24,7 +24,7 @@ def test_write_json_is_atomic_and_leaves_no_temp_files(tmp_path):
 
 
 def test_gradebook_keeps_one_row_per_digest_and_the_latest_per_student(tmp_path):
-    book = record.Gradebook(tmp_path / "g.sqlite")
+    book = gradebook.Gradebook(tmp_path / "g.sqlite")
     assert book.add(_result("amy", 1.0, "2026-01-01T00:00:00"), "d1")
     assert not book.add(_result("amy", 2.0, "2026-01-01T00:00:01"), "d1")  # same digest: never replaced
     assert book.add(_result("amy", 2.0, "2026-01-02T00:00:00"), "d2")
@@ -35,7 +35,7 @@ def test_gradebook_keeps_one_row_per_digest_and_the_latest_per_student(tmp_path)
 
 
 def test_rows_come_oldest_first_and_summaries_keep_only_what_the_dashboard_reads(tmp_path):
-    book = record.Gradebook(tmp_path / "g.sqlite")
+    book = gradebook.Gradebook(tmp_path / "g.sqlite")
     for student, when in (("cat", "2026-01-03T00:00:00"), ("amy", "2026-01-01T00:00:00"), ("bob", "2026-01-02T00:00:00")):
         data = _result(student, 1.0, when)
         data["exercises"] = [{"id": "a", "score": 1.0, "status": "passed", "messages": ["all 3 cases passed"]},
@@ -53,7 +53,7 @@ def _refused(student, reason):
 
 
 def test_a_grader_failure_is_kept_until_a_rerun_replaces_it_but_a_rejection_of_the_file_is_final(tmp_path):
-    book = record.Gradebook(tmp_path / "g.sqlite")
+    book = gradebook.Gradebook(tmp_path / "g.sqlite")
     assert book.add(_refused("amy", "internal grader error: AssertionError: "), "d1")
     assert book.add(_refused("bob", "not a notebook: line 1"), "d2")
     assert not book.has("l", "amy", "d1")  # a rerun grades amy again...
@@ -69,7 +69,7 @@ def test_a_grader_failure_is_kept_until_a_rerun_replaces_it_but_a_rejection_of_t
 
 def test_csv_has_one_column_per_exercise(tmp_path):
     out = tmp_path / "grades.csv"
-    record.write_csv([_result("amy", 1.0, "t"), {"student": "bob", "status": "rejected", "error": "empty"}], ["a"], out)
+    gradebook.write_csv([_result("amy", 1.0, "t"), {"student": "bob", "status": "rejected", "error": "empty"}], ["a"], out)
     with out.open() as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["student", "lesson", "status", "score", "max_score", "a", "error", "name", "late"]
@@ -79,7 +79,7 @@ def test_csv_has_one_column_per_exercise(tmp_path):
 
 def test_csv_gives_roster_students_without_a_submission_a_missing_row(tmp_path):
     out = tmp_path / "grades.csv"
-    record.write_csv([_result("amy", 1.0, "t")], ["a"], out, absent=[{"student": "eve", "name": "Eve Gone"}])
+    gradebook.write_csv([_result("amy", 1.0, "t")], ["a"], out, absent=[{"student": "eve", "name": "Eve Gone"}])
     with out.open() as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["student"], r["status"], r["score"], r["name"]) for r in rows] == [

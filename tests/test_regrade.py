@@ -18,7 +18,7 @@ from test_render import CHROME_FLAGS, CHROMIUM
 
 from grader.base.options import Options
 from grader.lesson import handout, lessons
-from grader.result import record, regrade
+from grader.result import gradebook, regrade
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = "inference-capacity"
@@ -66,7 +66,7 @@ def test_each_student_keeps_their_recorded_seeds():
 
 
 def test_the_gradebook_moves_replaced_grades_to_history_and_resumes_a_regrade(tmp_path):
-    book = record.Gradebook(tmp_path / "gradebook.sqlite")
+    book = gradebook.Gradebook(tmp_path / "gradebook.sqlite")
     book.add(_result("ada", 1.0, []), "d1")
     first = book.start_regrade(LESSON)
     assert book.start_regrade(LESSON) == first  # an interrupted regrade is resumed, not restarted
@@ -91,7 +91,7 @@ def test_a_gradebook_of_the_earlier_version_opens_and_keeps_its_rows(tmp_path):
                    " PRIMARY KEY (lesson, student, digest))")
         db.execute("INSERT INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                    (LESSON, "ada", "d", "graded", 2.0, 2.0, "t", json.dumps(_result("ada", 2.0, []))))
-    book = record.Gradebook(path)
+    book = gradebook.Gradebook(path)
     assert book.has(LESSON, "ada", "d") and [r["score"] for r in book.latest(LESSON)] == [2.0]
     book.close()
 

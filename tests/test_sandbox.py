@@ -29,7 +29,7 @@ from grader import grading
 from grader.base.errors import SandboxUnavailable
 from grader.kernel import devices, leftovers, sandbox, zygote
 from grader.lesson import handout, lessons
-from grader.result import record
+from grader.result import gradebook
 
 LESSON = "inference-capacity"
 HOSTILE = Path(__file__).parent / "submissions" / "hostile"
@@ -92,7 +92,7 @@ def test_solutions_are_invisible_and_copying_them_fails(tmp_path, warm):
 def test_no_writes_to_home_outputs_or_gradebook(tmp_path, warm):
     out = tmp_path / "out"
     (out / "results").mkdir(parents=True)
-    book = record.Gradebook(out / "gradebook.sqlite")
+    book = gradebook.Gradebook(out / "gradebook.sqlite")
     book.add({"lesson": LESSON, "student": "amy", "status": "graded", "score": 1.0, "max_score": 9.0,
               "graded_at": "t"}, "d")
     book.close()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from grader import cli
 from grader.classroom import batch
 from grader.report import finish
-from grader.result import record, sign
+from grader.result import gradebook, record, sign
 
 LESSON = "inference-capacity"
 
@@ -50,7 +50,7 @@ def test_the_canonical_form_tells_apart_what_the_old_one_signed_alike():
 def _recorded(graded, out: Path, key) -> dict:
     """One result recorded exactly as a batch records it (reports, then the signed result, then the row)."""
     data = graded.solution(LESSON)
-    book = record.Gradebook(out / "gradebook.sqlite")
+    book = gradebook.Gradebook(out / "gradebook.sqlite")
     try:
         return batch._store(out, book, "ada", Path("ada.ipynb"), finish.Graded(record.read_result(data)), key)
     finally:
@@ -168,7 +168,7 @@ def _signed_result(graded, tmp_path, student="ada") -> Path:
 
     data = dict(graded.solution(LESSON), student=student)
     notebook = json.dumps({"cells": [], "note": f"{student}'s executed notebook"})
-    book = record.Gradebook(tmp_path / student / "gradebook.sqlite")
+    book = gradebook.Gradebook(tmp_path / student / "gradebook.sqlite")
     try:
         batch._store(tmp_path / student, book, student, Path(f"{student}.ipynb"),
                      finish.Graded(record.read_result(data), notebook=notebook), sign.signing_key())

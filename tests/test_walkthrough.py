@@ -25,7 +25,7 @@ from grader.judge.judge import CaseVerdict
 from grader.kernel import sandbox
 from grader.lesson import handout, lessons, staff_code
 from grader.report import figure, render
-from grader.result import record
+from grader.result import gradebook
 from grader.result.evidence import Evidence
 
 HERE = Path(__file__).parent
@@ -154,7 +154,7 @@ def _canvas_roster(path: Path, assignments: list[str]) -> Path:
 
 
 def _gradebook(folder: Path) -> Path:
-    book = record.Gradebook(folder / "gradebook.sqlite")
+    book = gradebook.Gradebook(folder / "gradebook.sqlite")
     graded = {"status": "graded", "lesson": "dynamic-batching", "student": "1001", "score": 3 + 27 / 28,
               "max_score": 4.0, "exercises": [], "notes": [], "seed": 1, "hash_seed": 2, "graded_at": "now",
               "submitted_as": {"files": ["lovelaceada_1001_7001_lab.ipynb"], "name": "Lovelace, Ada"}}

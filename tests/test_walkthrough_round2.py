@@ -51,10 +51,10 @@ def test_similarity_fragments_keep_one_line_per_line():
 def test_names_stand_beside_ids_where_the_roster_gives_them(graded):
     from test_similarity import _class
 
-    from grader.result import record
+    from grader.result import gradebook
 
     lesson = lessons.get("inference-scaling")
-    ada = dict(record.summary(graded.solution("inference-scaling")), student="1001", name="Ada Lovelace")
+    ada = dict(gradebook.summary(graded.solution("inference-scaling")), student="1001", name="Ada Lovelace")
     absent = [{"student": "1007", "name": "Ben Bitdiddle", "status": "missing", "lesson": lesson.id}]
     page = render.dashboard_html([ada], lesson, absent)
     notice = re.search(r"<strong>No submission</strong>(.*?)</p>", page, flags=re.S).group(1)
@@ -324,10 +324,10 @@ def test_a_per_record_fit_is_shown_its_input_whole_and_told_the_mistake(graded):
 
 
 def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(graded):
-    from grader.result import record
+    from grader.result import gradebook
 
     lesson = lessons.get("inference-scaling")
-    ada = dict(record.summary(graded.solution("inference-scaling")), student="ada")
+    ada = dict(gradebook.summary(graded.solution("inference-scaling")), student="ada")
     page = render.dashboard_html([ada], lesson)
     table = page.split('<table class="by-exercise">')[1].split("</table>")[0]
     for exercise in lesson.exercises:

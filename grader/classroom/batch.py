@@ -38,7 +38,7 @@ from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
 from grader.lesson import lessons
 from grader.report import finish, render, render_similarity, render_text
-from grader.result import record, regrade as regrades, seeds, sign, variants
+from grader.result import gradebook, record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
 
 
@@ -100,7 +100,7 @@ class _Plan:
     """A batch decided before its first grade: what to grade, with which options, into which gradebook."""
 
     found: layouts.Class
-    book: record.Gradebook
+    book: gradebook.Gradebook
     todo: list[layouts.Entry]
     clashes: list[layouts.Entry]
     skipped: int
@@ -108,7 +108,7 @@ class _Plan:
     options: Options
     signing: bool
     regrading: str | None = None
-    """The regrade under way (record.Gradebook.start_regrade), or None."""
+    """The regrade under way (gradebook.Gradebook.start_regrade), or None."""
     per_student: dict[str, Options] = field(default_factory=dict)
     """Each student's options: their own seed (a regrade's recorded one) and numbers (variants.own_options)."""
     untrusted: list[str] = field(default_factory=list)
@@ -123,7 +123,7 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
     files.make_dirs(out / "results")
     files.make_dirs(out / "reports")
     signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
-    book = record.Gradebook(out / "gradebook.sqlite")
+    book = gradebook.Gradebook(out / "gradebook.sqlite")
     if regrade and not force:
         with _closed_if_refused(book):
             validate.before_regrade(lesson, book.recorded(lesson.id))
@@ -211,7 +211,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
                    | {m.student: m.name for m in (members.members if members else ()) if m.name})
 
 
-def _sorted(found: tuple[layouts.Entry, ...], book: record.Gradebook, lesson_id: str,
+def _sorted(found: tuple[layouts.Entry, ...], book: gradebook.Gradebook, lesson_id: str,
             regrading: str | None = None) -> tuple[list[layouts.Entry], list[layouts.Entry], int]:
     """(to grade, to reject: several files or a refused entry, how many are recorded already: unchanged, or in a
     regrade, graded by this regrade already)."""
@@ -246,7 +246,7 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
         absent = _absent(members, {r["student"] for r in latest}, lesson.id)
         if plan.signing:  # graded before the course key existed: say so, and how to sign them
             named["unsigned"] = sorted(s for s, data in book.recorded(lesson.id).items() if not data.get(sign.SIGNATURE))
-        record.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
+        gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
         moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
         names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
         if moved is not None:
@@ -278,7 +278,7 @@ def _absent(members: class_list.Roster | None, present: set[str], lesson_id: str
 
 
 @contextlib.contextmanager
-def _closed_if_refused(book: record.Gradebook) -> Iterator[None]:
+def _closed_if_refused(book: gradebook.Gradebook) -> Iterator[None]:
     try:
         yield
     except GraderError:
@@ -339,7 +339,7 @@ def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tup
         yield entry, finish.Graded(replace(result, submission=names, digest=_entry_digest(entry)))
 
 
-def _store(out: Path, book: record.Gradebook, student: str, path: Path, graded: finish.Graded,
+def _store(out: Path, book: gradebook.Gradebook, student: str, path: Path, graded: finish.Graded,
            key: Any = None, regrading: str | None = None) -> dict[str, Any]:
     """Write one student's files, then the signed result, then the gradebook row; returns what was recorded."""
     result = graded.result

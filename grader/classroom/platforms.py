@@ -33,7 +33,7 @@ from grader.base.errors import GraderError
 from grader.intake import layouts, roster as class_list
 from grader.lesson import lessons
 from grader.report import render, render_text
-from grader.result import record
+from grader.result import gradebook
 
 FORMATS = layouts.EXPORTS
 
@@ -153,7 +153,7 @@ def _latest(batch_dir: Path, lesson_id: str | None) -> tuple[list[dict[str, Any]
     path = batch_dir / "gradebook.sqlite"
     if not path.is_file():
         raise GraderError(f"{batch_dir} holds no gradebook.sqlite: run `grader batch ... --out {batch_dir}` first")
-    book = record.Gradebook(path)
+    book = gradebook.Gradebook(path)
     try:
         rows = list(book.rows(lesson_id))
     finally:

@@ -1,0 +1,190 @@
+"""The gradebook: one SQLite row per (lesson, student, submission digest), its history, and the CSV and summaries
+drawn from it.
+
+A batch that is interrupted and restarted grades only what is missing and
+loses nothing: a row is added once, and only a grader failure is ever
+replaced (a regrade first moves the student's earlier rows to the history).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from grader.base import escape, files
+from grader.base.errors import GradebookError
+from grader.base.shapes import mapping
+from grader.judge import mistakes
+from grader.result.record import INTERNAL_ERROR, dumps
+
+
+class Gradebook:
+    """SQLite gradebook: one row per (lesson, student, digest)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        files.make_dirs(self.path.parent)
+        self.db = sqlite3.connect(str(self.path), timeout=30)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS grades (lesson TEXT NOT NULL, student TEXT NOT NULL, digest TEXT NOT NULL,"
+                " status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT, result_json TEXT NOT NULL,"
+                " PRIMARY KEY (lesson, student, digest))"
+            )
+            self._upgrade()
+            self.db.commit()
+        except sqlite3.DatabaseError as err:  # another file under the gradebook's name: leave it as it is
+            self.db.close()
+            raise GradebookError(f"{self.path} is not a gradebook this tool can use ({err})") from None
+
+    def _upgrade(self) -> None:
+        """Regrades (a gradebook of an earlier version gains these on open; its rows stay as they were): the
+        regrade that wrote a row, earlier grades a regrade replaced, and a regrade under way per lesson."""
+        if "regrade" not in {row[1] for row in self.db.execute("PRAGMA table_info(grades)")}:
+            self.db.execute("ALTER TABLE grades ADD COLUMN regrade TEXT")
+        self.db.execute("CREATE TABLE IF NOT EXISTS history (lesson TEXT NOT NULL, student TEXT NOT NULL,"
+                        " digest TEXT NOT NULL, status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT,"
+                        " result_json TEXT NOT NULL, replaced_by TEXT NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS regrades (lesson TEXT PRIMARY KEY, id TEXT NOT NULL)")
+
+    def start_regrade(self, lesson: str) -> str:
+        """The regrade of this lesson under way (resumed), or a new one."""
+        row = self.db.execute("SELECT id FROM regrades WHERE lesson=?", (lesson,)).fetchone()
+        if row:
+            return str(row[0])
+        regrade = uuid.uuid4().hex
+        self.db.execute("INSERT INTO regrades VALUES (?, ?)", (lesson, regrade))
+        self.db.commit()
+        return regrade
+
+    def finish_regrade(self, lesson: str) -> None:
+        """Every submission was graded again: the next `--regrade` starts a new one."""
+        self.db.execute("DELETE FROM regrades WHERE lesson=?", (lesson,))
+        self.db.commit()
+
+    def recorded(self, lesson: str) -> dict[str, dict[str, Any]]:
+        """Each student's latest result (in full), for a regrade's seeds."""
+        latest: dict[str, dict[str, Any]] = {}
+        for data in self.rows(lesson):
+            latest[data["student"]] = data
+        return latest
+
+    def changed_by(self, lesson: str, regrade: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(the grade a regrade replaced, the grade it recorded), per student it regraded, by student."""
+        pairs = []
+        for (student, text) in self.db.execute("SELECT student, result_json FROM grades WHERE lesson=? AND regrade=?"
+                                               " ORDER BY student", (lesson, regrade)).fetchall():
+            old = self.db.execute("SELECT result_json FROM history WHERE lesson=? AND student=? AND replaced_by=?"
+                                  " ORDER BY graded_at DESC, rowid DESC LIMIT 1", (lesson, student, regrade)).fetchone()
+            if old:
+                pairs.append((json.loads(old[0]), json.loads(text)))
+        return pairs
+
+    def has(self, lesson: str, student: str, digest: str, regrade: str | None = None) -> bool:
+        """Whether this exact submission is already recorded (by the regrade `regrade`, when one is under way);
+        a grader failure does not count."""
+        row = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?"
+                              " AND (? IS NULL OR regrade=?)", (lesson, student, digest, regrade, regrade)).fetchone()
+        return row is not None and not _retryable(*row)
+
+    def add(self, data: dict[str, Any], digest: str, regrade: str | None = None) -> bool:
+        """Record a result once; only a grader failure is ever replaced. True if added.
+
+        In a regrade, the student's earlier rows of this lesson move to the history table first (a grader
+        failure of this very regrade is simply replaced), so the row holds the current grade."""
+        key = (data.get("lesson") or "", data["student"], digest)
+        if regrade is not None:
+            self.db.execute("INSERT INTO history SELECT lesson, student, digest, status, score, max_score, graded_at,"
+                            " result_json, ? FROM grades WHERE lesson=? AND student=? AND regrade IS NOT ?",
+                            (regrade,) + key[:2] + (regrade,))
+            self.db.execute("DELETE FROM grades WHERE lesson=? AND student=?", key[:2])
+        values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"), dumps(data))
+        cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 key + values + (regrade,))
+        if cursor.rowcount != 1 and (stored := self._stored(key)) is not None and _retryable(*stored):
+            cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=?"
+                                     " WHERE lesson=? AND student=? AND digest=?", values + key)
+        self.db.commit()
+        return cursor.rowcount == 1
+
+    def _stored(self, key: tuple[str, str, str]) -> tuple[str, str] | None:
+        """(status, result JSON) of the row for (lesson, student, digest), if any."""
+        return self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?",
+                               key).fetchone()
+
+    def rows(self, lesson: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every stored result, oldest first."""
+        # Sort the row ids only, then read each result: sorting the results themselves made SQLite hold every
+        # one of them at once (a class of 1,000 capacity results is about 30 MB of JSON).
+        query = "SELECT rowid FROM grades" + (" WHERE lesson=?" if lesson else "") + " ORDER BY graded_at, rowid"
+        ids = [rowid for (rowid,) in self.db.execute(query, (lesson,) if lesson else ())]
+        for rowid in ids:
+            for (text,) in self.db.execute("SELECT result_json FROM grades WHERE rowid=?", (rowid,)):
+                yield json.loads(text)
+
+    def latest(self, lesson: str | None = None) -> list[dict[str, Any]]:
+        """The latest result per (lesson, student), trimmed to what the CSV and dashboard read.
+
+        Trimming keeps the parent's memory flat as the class grows: a full
+        result carries every sample and answer, a summary about a kilobyte.
+        """
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        for data in self.rows(lesson):
+            latest[(data.get("lesson") or "", data["student"])] = summary(data)
+        return [latest[key] for key in sorted(latest)]
+
+    def close(self) -> None:
+        """Close the database."""
+        self.db.close()
+
+
+def _retryable(status: str, text: str) -> bool:
+    return status == "rejected" and (json.loads(text).get("error") or "").startswith(INTERNAL_ERROR)
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a result that the CSV and the dashboard use."""
+    keep = {k: data.get(k) for k in ("schema", "status", "lesson", "student", "score", "max_score", "error", "graded_at")}
+    box = mapping(data, "sandbox")
+    keep["isolated"] = box.get("isolated") if data.get("status") == "graded" else None
+    keep["differing_outputs"] = len(data.get("as_submitted") or [])
+    env = mapping(data, "environment")
+    keep["host"] = f"{env.get('cpu_model') or '?'} ({env.get('cpu_count') or '?'} cores)" if env else None
+    keep["device"] = f"{env.get('jax_backend') or '?'}: {env.get('jax_device_kind') or '?'}" if env else None
+    arrived = mapping(data, "submitted_as")
+    keep.update(name=arrived.get("name") or "", late=bool(arrived.get("late")), on_roster=arrived.get("on_roster"),
+                section=arrived.get("section") or "")
+    # The dashboard reads the first message of an exercise that did not pass, and nothing else of the messages;
+    # ids, statuses and kinds repeat in every row, so each is kept once (interned).
+    keep["exercises"] = [{"id": _once(e["id"]), "status": _once(e["status"]), "score": e["score"],
+                          "kind": _once(e.get("kind")),
+                          "messages": list(e.get("messages") or [])[:1] if e["status"] != "passed" else []}
+                         for e in data.get("exercises", [])]
+    keep["mistakes"] = mistakes.of_result(data)  # distinct, and few per exercise: the rows stay small
+    return keep
+
+
+def _once(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path,
+              absent: list[dict[str, Any]] | tuple[()] = ()) -> None:
+    """One row per student: status, total and one column per exercise; roster students with no submission
+    get a row whose status is `missing`."""
+    rows = [["student", "lesson", "status", "score", "max_score", *exercise_ids, "error", "name", "late"]]
+    for data in results:
+        scores = {e["id"]: e["score"] for e in data.get("exercises", [])}
+        rows.append([data["student"], data.get("lesson") or "", data["status"], data.get("score", 0),
+                     data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], data.get("error") or "",
+                     data.get("name") or "", "late" if data.get("late") else ""])
+    for row in absent:
+        rows.append([row["student"], row.get("lesson", ""), "missing", "", "", *[""] * len(exercise_ids), "no submission",
+                     row.get("name", ""), ""])
+    files.write_text(path, escape.csv_text(rows))
