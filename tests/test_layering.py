@@ -126,3 +126,21 @@ def test_the_package_holds_no_lesson_ids_exercise_ids_or_figures():
         text = path.read_text()
         for word in sorted(words):
             assert word not in text, f"{path.name} mentions {word}"
+
+
+def test_the_readme_map_is_the_folder_tree():
+    """The README's map of the code names every stage folder and, under it, every module the folder holds."""
+    readme = (PACKAGE.parent / "README.md").read_text()
+    block = readme.split("```\ngrader/\n", 1)[1].split("```", 1)[0]
+    sections: dict[str, str] = {}
+    current = "top"
+    for line in block.splitlines():
+        head = line[2:].split(" ", 1)[0] if line.startswith("  ") and not line.startswith("   ") else ""
+        if head.endswith("/"):
+            current = head[:-1]
+        sections[current] = sections.get(current, "") + line + "\n"
+    for module in _modules():
+        parts = module.split(".")
+        where = parts[1] if len(parts) == 3 else "top"
+        name = parts[-1] + (".py" if where == "top" else "")
+        assert name in sections.get(where, ""), f"the README's map does not name {module} under {where}"
