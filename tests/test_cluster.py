@@ -127,7 +127,7 @@ def test_a_task_on_a_worker_without_a_template_still_grades(tmp_path):
     assert graded.result.status == "graded" and graded.result.score == graded.result.max_score
     assert graded.report_html and graded.result.hash_seed == 7
     if sandbox.plan(FAST).mode == "bwrap":
-        assert graded.result.sandbox["mode"] == "bwrap+zygote"  # the template started on first use
+        assert graded.result.sandbox is not None and graded.result.sandbox.mode == "bwrap+zygote"  # the template started on first use
 
 
 def _dask(*args, tls, role, log):
