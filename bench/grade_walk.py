@@ -18,7 +18,7 @@ from pathlib import Path
 FLOORS = {
     "base": "host errors escape limits files shapes options",
     "intake": "load layouts roster",
-    "lesson": "lesson_schema lessons handout releases staff_code",
+    "lesson": "folders lesson_schema lessons handout releases staff_code",
     "kernel": "kernel_messages upstream isolation devices kernel_command leftovers sandbox compile_cache zygote "
               "kernel_zygote warm_start",
     "run": "wire decoded cells sections attempt tail run probe device_check",

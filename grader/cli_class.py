@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from grader.base.errors import GraderError
 from grader.cli_flags import EXIT_OK, EXIT_UNSOUND, FILE, Interrupted, echo, options_from, sandbox_options
 from grader.intake import layouts
 
@@ -167,4 +168,50 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
               + (f"; not held: {', '.join(box['missing'])}" if box.get("missing") else ""), err=True)
 
 
-COMMANDS = (batch_cmd, similarity_cmd, portfolio_cmd, cluster_group, verify_cmd, export_cmd, gradescope_run_cmd)
+@click.command("review")
+@click.argument("out_dir", metavar="OUTDIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--export", "export_path", type=FILE, help="Write the written questions' grades to this CSV "
+              "(student,question,points,max_points,rubric,comment,grader) and stop.")
+@click.option("--import", "import_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Take the grades back from a filled export (rubric items decide the points where given); "
+                   "a bad row changes nothing.")
+@click.option("--override", nargs=3, metavar="STUDENT EXERCISE SCORE",
+              help="Set an exercise's score by hand (SCORE `auto` gives it back to the autograder); needs --reason.")
+@click.option("--reason", default="", help="Why the score was overridden (the student's report shows it).")
+@click.option("--grader", "grader_name", default=lambda: os.environ.get("USER") or "instructor", show_default="$USER",
+              help="Who decides (kept with every decision).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: any free one).")
+def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None, override: tuple[str, str, str] | None,
+               reason: str, grader_name: str, port: int) -> None:
+    """Grade the written answers of a batch by rubric in the browser (OUTDIR: the batch's --out), or through a CSV;
+    override an exercise's score with a reason. Every decision joins the student's grade, re-signed."""
+    from grader.classroom import review, review_app
+
+    if export_path or import_path or override:
+        opened = review.Review(out_dir, grader_name)
+        try:
+            if override:
+                student, exercise, score = override
+                opened.override(student, exercise, None if score == "auto" else _score(score), reason)
+                echo(f"{student}: {exercise} {'back to the autograder' if score == 'auto' else 'set to ' + score}")
+            if import_path:
+                echo(f"{opened.import_csv(import_path)} decisions taken from {import_path}")
+            if export_path:
+                echo(f"{opened.export_csv(export_path)} answers written to {export_path}")
+            opened.refresh()
+        finally:
+            opened.close()
+        return
+    review_app.serve(out_dir, grader_name, port, ready=lambda url: echo(f"review {out_dir}: open {url}\n(Ctrl-C stops "
+                                                                         "it; every decision is saved as it is made)"))
+
+
+def _score(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise GraderError(f"--override: score {text[:40]!r} is not a number (or `auto`)") from None
+
+
+COMMANDS = (batch_cmd, similarity_cmd, portfolio_cmd, cluster_group, verify_cmd, export_cmd, gradescope_run_cmd,
+            review_cmd)

@@ -19,7 +19,7 @@ from grader.judge import completion, expectations, judge
 from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox, warm_start, zygote
 from grader.lesson import folders, handout, lessons, releases, staff_code
 from grader.report import finish
-from grader.result import parts, seeds, variants
+from grader.result import joining, parts, seeds, variants
 from grader.result.record import INTERNAL_ERROR, GradeResult
 from grader.run import decoded, device_check, probe, run
 from grader.run.cells import SKIPPED
@@ -192,7 +192,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                             reported.get("jax_matmul_precision"),
                             lesson.report.get("percentile_method", "not stated by the lesson"),
                             lesson.report.get("measured_units", ""), options.jobs_at_once)
-    return GradeResult(
+    return joining.joined(GradeResult(
         status="graded", lesson=lesson.id, student=submission.student,
         score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
         exercises=tuple(verdicts),
@@ -220,7 +220,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                                              e["text"].strip() in handout.prompt_texts(lesson))
                            for e in submission.explanations),
         notebook=executed.notebook,
-    )
+    ), lesson)
 
 
 def _held_elsewhere(submission: load.Submission, numbers: dict[str, float] | None, held: dict[str, float]) -> list[str]:

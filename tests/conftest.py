@@ -138,3 +138,11 @@ def course_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, P
     assert made.exit_code == 0, made.output
     folder = tmp_path / "config" / "inference-grader"
     return folder / "course.key", folder / "course.pub"
+
+
+def full_marks(result: dict[str, Any]) -> bool:
+    """Every exercise passed for all its points, and the score is theirs: the autograded part in full (a lesson's
+    written answers are graded by the instructor later, so they are not part of it)."""
+    exercises = result["exercises"]
+    return bool(exercises) and all(e["status"] == "passed" and e["score"] == e["max_score"] for e in exercises) \
+        and result["score"] == sum(e["max_score"] for e in exercises)

@@ -59,7 +59,7 @@ def test_a_gpu_that_does_not_work_is_refused_in_one_line_or_fallen_back_from(sta
     assert fell.exit_code == 0, fell.output
     result = json.loads((tmp_path / "fell.json").read_text())
     env = result["environment"]
-    assert result["score"] == result["max_score"] == 9.0
+    assert (result["score"], result["max_score"]) == (9.0, 12.0)  # every exercise; the written part waits for review
     assert env["device_requested"] == "gpu" and env["device_used"] == "cpu" and env["device_fell_back"] is True
     assert "Unable to initialize backend 'cuda'" in env["device_fallback_reason"]
     assert env["jax_backend"] == "cpu" and "jax_backend" in env["reported_by_kernel"]  # the kernel's word, labelled

@@ -38,7 +38,7 @@ def test_reference_scores_full_marks(graded):
     result = graded.solution(LESSON)
     assert result["status"] == "graded"
     assert statuses(result) == dict.fromkeys(ALL, "passed")
-    assert (result["score"], result["max_score"]) == (9.0, 9.0)
+    assert (result["score"], result["max_score"]) == (9.0, 12.0)  # nine exercises; three written points wait
     kinds = {e["id"]: e["kind"] for e in result["exercises"]}
     assert kinds["measure"] == "measured"
     assert {kinds[ex] for ex in ALL if ex != "measure"} == {"simulated"}

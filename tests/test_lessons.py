@@ -46,5 +46,6 @@ def test_every_shipped_lesson_loads_with_points_and_kinds():
     assert {"dynamic-batching", "inference-capacity", "inference-scaling"} <= set(found)
     for lesson_id in found:
         lesson = lessons.get(lesson_id)
-        assert lesson.max_score == sum(ex.points for ex in lesson.exercises) > 0
+        assert lesson.autograded_points == sum(ex.points for ex in lesson.exercises) > 0
+        assert lesson.max_score == lesson.autograded_points + sum(q.points for q in lesson.written)
         assert {ex.kind for ex in lesson.exercises} <= {"simulated", "measured"}

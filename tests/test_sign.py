@@ -66,7 +66,7 @@ def test_a_signed_result_verifies_and_any_edit_is_named(graded, tmp_path, course
     assert set(data["digests"]) >= {"submission", "notebook", "report", "lesson", "reference"}
     shown = run("verify", str(path), "--key", str(pub)).stdout.strip()
     # the graded notebook is the solution's, recorded here as ada's: verify says whose result it really is
-    assert shown.startswith("ada.json: intact - student solution, lesson inference-capacity, score 9/9, graded 20")
+    assert shown.startswith("ada.json: intact - student solution, lesson inference-capacity, score 9/12, graded 20")
     assert shown.endswith("the file's name is not the student's")
     for field, change in (("score", lambda d: d.update(score=0.0)),
                           ("measured", lambda d: d["measured"]["values"].update(service_ms=0.001)),
@@ -131,10 +131,10 @@ def test_a_portfolio_verifies_and_every_kind_of_edit_is_named(graded, tmp_path, 
         members[f"{LESSON}/result.json"] = json.dumps(data).encode()
 
     def report(members):
-        members[f"{LESSON}/report.html"] = members[f"{LESSON}/report.html"].replace(b"Score 9 / 9", b"Score 10 / 9")
+        members[f"{LESSON}/report.html"] = members[f"{LESSON}/report.html"].replace(b"Score 9 / 12", b"Score 10 / 12")
 
     def index_page(members):
-        members["index.html"] = members["index.html"].replace(b"9 / 9", b"10 / 9")
+        members["index.html"] = members["index.html"].replace(b"9 / 12", b"10 / 12")
 
     def extra(members):
         members[f"{LESSON}/certificate.pdf"] = b"%PDF"
@@ -194,7 +194,7 @@ def test_a_result_saved_under_another_name_says_whose_it_is(graded, tmp_path, co
     renamed = tmp_path / "cleo.json"
     renamed.write_bytes(path.read_bytes())
     checked = run("verify", str(renamed), "--key", str(pub))
-    assert checked.stdout.startswith("cleo.json: intact - student ada, lesson inference-capacity, score 9/9")
+    assert checked.stdout.startswith("cleo.json: intact - student ada, lesson inference-capacity, score 9/12")
     assert "the file's name is not the student's" in checked.stdout
 
 

@@ -33,11 +33,11 @@ from grader import grading, validate
 from grader.base import files, host
 from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
-from grader.classroom import certs, similarity
+from grader.classroom import certs, review_join, review_store, similarity
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
 from grader.lesson import lessons
-from grader.report import finish, render, render_similarity, render_text
+from grader.report import finish, render_similarity, render_text
 from grader.result import gradebook, record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
 
@@ -177,10 +177,10 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     profile: list[dict[str, Any]] = []
     cpu_before, submitted = host.cpu_times(), time.monotonic()
     complete = False
+    store = review_store.Store(out) if review_store.exists(out) else None  # decisions a rerun keeps
     try:
         for entry, graded in itertools.chain(_clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
-            graded = replace(graded, result=replace(graded.result,
-                                                    submitted_as=_submitted_as(plan.found.layout, entry, members)))
+            graded = _arrived(graded, plan, entry, lesson, members, store)
             worker, storing = graded.worker, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
             data = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None)
@@ -193,6 +193,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
                 bar.step(entry.student, data)
         complete = True
     finally:
+        review_store.close(store)
         absent = _class_files(out, plan, lesson, members, named, complete)
         if profile:
             files.write_text(out / "profile.json", json.dumps(
@@ -243,10 +244,9 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
     book = plan.book
     try:
         latest = book.latest(lesson.id)
-        absent = _absent(members, {r["student"] for r in latest}, lesson.id)
+        absent = review_join.absent(members, latest, lesson.id)
         if plan.signing:  # graded before the course key existed: say so, and how to sign them
             named["unsigned"] = sorted(s for s, data in book.recorded(lesson.id).items() if not data.get(sign.SIGNATURE))
-        gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], out / "grades.csv", absent)
         moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
         names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
         if moved is not None:
@@ -256,25 +256,25 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
                 book.finish_regrade(lesson.id)
         similar = similarity.of_batch(out, lesson)
         files.write_text(out / "similarity.html", render_similarity.similarity_html(similar, lesson, names))
-        files.write_text(out / "index.html", render.dashboard_html(latest, lesson, absent, moved, similar))
+        review_join.class_files(out, lesson, book, members, moved, similar)
     finally:
         book.close()
     return absent
+
+
+def _arrived(graded: finish.Graded, plan: _Plan, entry: layouts.Entry, lesson: lessons.Lesson,
+             members: class_list.Roster | None, store: review_store.Store | None) -> finish.Graded:
+    """How the submission arrived (layout, late mark, roster) and the instructor's decisions, joined to its grade."""
+    arrived = replace(graded, result=replace(graded.result, submitted_as=_submitted_as(plan.found.layout, entry, members)))
+    return review_join.graded(arrived, lesson, review_join.decisions(store, lesson, entry.student, members))
 
 
 def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> Submitted:
     """How the submission arrived: the layout, the platform's name and late mark, and the roster's match."""
     member = members.find(entry.student) if members else None
     return Submitted(layout, tuple(p.name for p in entry.paths), (member.name if member else "") or entry.name,
-                     entry.late, None if members is None else member is not None, member.section if member else "")
-
-
-def _absent(members: class_list.Roster | None, present: set[str], lesson_id: str) -> list[dict[str, Any]]:
-    """Rows for the roster's students with no submission at all."""
-    if members is None:
-        return []
-    return [{"student": m.student, "name": m.name, "status": "missing", "lesson": lesson_id} for m in members.members
-            if not (m.ids() & present)]
+                     entry.late, None if members is None else member is not None, member.section if member else "",
+                     entry.submitted_at)
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ import shutil
 import stat
 import unicodedata
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.base import files
@@ -68,6 +68,9 @@ class Entry:
     """Marked late by the platform (Canvas's `LATE`)."""
     refused: str = ""
     """Why this student's files are not read (a link, a device, an unsafe zip entry...), else ""."""
+    submitted_at: str = ""
+    """When the platform says it was submitted (ISO 8601, UTC), where the layout records it (nbgrader's
+    `timestamp.txt`); else ""."""
 
 
 @dataclass(frozen=True)
@@ -290,7 +293,7 @@ def detect(folder: Path, refused: list[tuple[str, str]] | tuple[()] = ()) -> Cla
             why = f"{printable(str(path.relative_to(folder)))} is {kind}, not a regular file; it is not read"
         old = entries.get(student) or Entry(student, ())
         entries[student] = Entry(student, old.paths + (path,), name or old.name, late or old.late,
-                                 old.refused or why)
+                                 old.refused or why, old.submitted_at)
 
     for name, why in refused:
         student, display, late = _student_of(name, layout)
@@ -303,6 +306,7 @@ def detect(folder: Path, refused: list[tuple[str, str]] | tuple[()] = ()) -> Cla
                 continue
             for path in _files_under(student_dir, folder, ignored) if _kind(student_dir) == "dir" else [student_dir]:
                 add(student_dir.name, path)
+        _stamped(entries, base)
     elif layout == "moodle":
         for path in kept:
             match = MOODLE.match(path.name)
@@ -342,3 +346,26 @@ def _student_of(name: str, layout: str) -> tuple[str, str, bool]:
     if layout == "canvas" and (match := CANVAS.match(parts[-1])):
         return match["user"], match["name"], bool(match["late"])
     return printable((Path(parts[0]).stem if len(parts) == 1 else parts[0]) or parts[0]), "", False
+
+
+def _stamped(entries: dict[str, Entry], base: Path) -> None:
+    """nbgrader's submission times, on the entries of the students whose folders record one."""
+    for student_dir in base.iterdir():
+        key = student_id(student_dir.name)
+        if key in entries and _kind(student_dir) == "dir":
+            entries[key] = replace(entries[key], submitted_at=_timestamp(student_dir))
+
+
+def _timestamp(student_dir: Path) -> str:
+    """nbgrader's `<student>/<assignment>/timestamp.txt` ("2026-12-01 10:00:00.123456 UTC") as ISO 8601 in UTC;
+    "" when there is none, or it is not a time (read without following links, a few bytes at most)."""
+    import datetime as _dt
+
+    for path in sorted(student_dir.glob("*/timestamp.txt")):
+        try:
+            text = files.read_regular(path, 200).decode("utf-8").strip().removesuffix(" UTC")
+            when = _dt.datetime.fromisoformat(text)
+        except (OSError, ValueError):
+            continue
+        return (when if when.tzinfo else when.replace(tzinfo=_dt.UTC)).astimezone(_dt.UTC).isoformat(timespec="seconds")
+    return ""

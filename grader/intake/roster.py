@@ -47,6 +47,8 @@ class Member:
     """Canvas's SIS Login ID."""
     section: str = ""
     """Canvas's section."""
+    extension_days: float = 0.0
+    """Days added to the due date for this student (a column named `extension...`, in either kind of roster)."""
 
     def ids(self) -> set[str]:
         """Every id a submission may carry for this student."""
@@ -101,7 +103,8 @@ def read(path: str | Path) -> Roster:
             cell = lambda column, row=row: row[at[column]].strip() if column in at and at[column] < len(row) else ""  # noqa: E731
             if "Points Possible" in cell("Student") or not cell("ID") or cell("Student") == "Student, Test":
                 continue  # Canvas's points row and its test student are not students
-            members.append(Member(cell("ID"), cell("Student"), cell("SIS User ID"), cell("SIS Login ID"), cell("Section")))
+            members.append(Member(cell("ID"), cell("Student"), cell("SIS User ID"), cell("SIS Login ID"), cell("Section"),
+                                  _extension(row, header, path)))
         assignments = tuple((column, match[1]) for column in header[len(CANVAS_COLUMNS):]
                             if (match := ASSIGNMENT.fullmatch(column)))
         return Roster(tuple(members), canvas=True, assignments=assignments)
@@ -109,7 +112,8 @@ def read(path: str | Path) -> Roster:
     column = next((lowered.index(h) for h in PLAIN_HEADERS if h in lowered), None)
     body = rows[1:] if column is not None else rows
     column = column or 0
-    listed = tuple(Member(row[column].strip()) for row in body if len(row) > column and row[column].strip())
+    listed = tuple(Member(row[column].strip(), extension_days=_extension(row, header, path) if body is not rows else 0.0)
+                   for row in body if len(row) > column and row[column].strip())
     if not listed:
         raise GraderError(f"the roster {path} names no students")
     return Roster(listed)
@@ -118,3 +122,19 @@ def read(path: str | Path) -> Roster:
 def who(names: dict[str, str], student: Any) -> str:
     """A student as people know them: `Name (id)` where the roster or the platform gives a name, else the id."""
     return f"{names[student]} ({student})" if names.get(student) else str(student)
+
+
+def _extension(row: list[str], header: list[str], path: Path) -> float:
+    """The row's extension in days (a column whose header begins `extension`), 0 where there is none."""
+    at = next((i for i, name in enumerate(header) if name.strip().lower().startswith("extension")), None)
+    text = row[at].strip() if at is not None and at < len(row) else ""
+    if not text:
+        return 0.0
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not 0 <= days <= 366:
+        raise GraderError(f"the roster {path}: extension {text[:40]!r} for {row[0][:40]!r} is not a number of days "
+                          "from 0 to 366")
+    return days

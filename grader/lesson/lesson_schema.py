@@ -64,6 +64,12 @@ EARLIER_GIVEN = _table({"release": {"type": "integer", "minimum": 1}, "cell": _T
 VARIANTS = {"type": "object", "properties": {"cell": _TEXT}, "required": ["cell"],
             "additionalProperties": {"type": "array", "items": _NUMBER, "minItems": 1}}
 
+RUBRIC_ITEM = _table({"id": _TEXT, "points": _NUMBER, "text": _TEXT}, required=("id", "points", "text"))
+WRITTEN = _table({"cell": _TEXT, "title": _TEXT, "points": {"type": "number", "exclusiveMinimum": 0},
+                  "rubric": {"type": "array", "items": RUBRIC_ITEM, "minItems": 1}}, required=("cell", "points", "rubric"))
+LATE = _table({"percent_per_day": {"type": "number", "minimum": 0, "maximum": 100},
+               "cutoff_days": {"type": "number", "minimum": 0}, "due": _TEXT})
+
 LESSON = Shape(_table({
     "id": _TEXT, "title": _TEXT, "version": {"type": "integer", "minimum": 1},
     "earlier_given": {"type": "array", "items": EARLIER_GIVEN}, "variants": VARIANTS,
@@ -71,6 +77,7 @@ LESSON = Shape(_table({
     "report": {"type": "object", "additionalProperties": _TEXT},
     "evidence": {"type": "object", "additionalProperties": {"enum": ["measured", "simulated"]}},
     "figure": FIGURE, "exercises": {"type": "array", "items": EXERCISE, "minItems": 1},
+    "written": {"type": "array", "items": WRITTEN}, "late": LATE,
 }, required=("id", "exercises")), draft="7")
 
 

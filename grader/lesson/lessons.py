@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from grader.base.errors import LessonError
-from grader.lesson import lesson_schema
+from grader.lesson import lesson_schema, written
 from grader.lesson.folders import course_folder
+from grader.lesson.written import LatePolicy, Question
 
 KINDS = ("simulated", "measured")
 KERNEL_ARG = "__kernel__"
@@ -159,10 +160,20 @@ class Lesson:
     """Given cells of earlier releases, as (SHA-256 of the stripped source, release, the id of the current cell it
     became) (`[[earlier_given]]`): a notebook holding one is graded with the current cell in its place."""
 
+    written: tuple[Question, ...] = ()
+    """The written questions graded by rubric (`[[written]]`)."""
+    late: LatePolicy | None = None
+    """What lateness costs (`[late]`); None: nothing."""
+
     @property
-    def max_score(self) -> float:
+    def autograded_points(self) -> float:
         """Sum of the exercises' points."""
         return float(sum(ex.points for ex in self.exercises))
+
+    @property
+    def max_score(self) -> float:
+        """The assignment's points: the exercises' and the written questions'."""
+        return self.autograded_points + float(sum(q.points for q in self.written))
 
     def __hash__(self) -> int:
         """A lesson is known by where it lives and which release it is (what caches of its code depend on)."""
@@ -237,7 +248,15 @@ def _load(folder: Path, lesson_id: str) -> Lesson:
                   compile_warmup=warmup, warm_cells=tuple(cells), version=_version(spec, spec_path),
                   earlier_given=_earlier_given(spec, spec_path),
                   variants=tuple((str(k), tuple(v)) for k, v in spec.get("variants", {}).items() if k != "cell"),
-                  variant_cell=str(spec.get("variants", {}).get("cell", "")))
+                  variant_cell=str(spec.get("variants", {}).get("cell", "")),
+                  written=written.questions(spec, spec_path, _written_cells(folder / "scaffold.py")),
+                  late=written.late_policy(spec, spec_path))
+
+
+def _written_cells(scaffold: Path) -> set[str]:
+    """Ids of the scaffold's markdown cells tagged prediction or explanation (read from its `# %%` markers)."""
+    text = scaffold.read_text(encoding="utf-8") if scaffold.is_file() else ""
+    return set(re.findall(r"^# %% \[markdown\] id=(\S+) tags=\S*(?:prediction|explanation)", text, flags=re.M))
 
 
 def _derived_needs(scaffold: Path, exercises: tuple[Exercise, ...]) -> tuple[Exercise, ...]:

@@ -22,7 +22,7 @@ from grader.intake import roster as class_list
 from grader.judge import mistakes
 from grader.lesson import lessons
 from grader.lesson.folders import course_folder
-from grader.report import figure
+from grader.report import figure, manual_view
 from grader.result.evidence import Evidence, Shown
 from grader.result.record import INTERNAL_ERROR
 from grader.run.decoded import Opaque
@@ -184,6 +184,7 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
         context = {"measured_values": [], "simulated_views": {}, "simulated_values": [], "measured_answers": {},
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
     context["figure"] = ""
+    context["manual"] = manual_view.view(result)
     context["replay"] = replay_command(result)
     context["receipt"] = RECEIPT
     context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])
@@ -349,7 +350,23 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "exercise_ids": [ex.id for ex in lesson.exercises],
             "students": [{"student": r["student"], "name": r.get("name") or "", "status": r["status"], "score": r.get("score", 0),
                           "max_score": r.get("max_score", max_score), "error": r.get("error"),
-                          "by_exercise": {e["id"]: e["status"] for e in r.get("exercises") or []}} for r in results]}
+                          "by_exercise": {e["id"]: e["status"] for e in r.get("exercises") or []},
+                          **_manual_cells(r)} for r in results]}
+
+
+def _manual_cells(r: dict[str, Any]) -> dict[str, Any]:
+    """A dashboard row's instructor's part, from a gradebook summary or a whole result alike."""
+    part = r.get("manual") if isinstance(r.get("manual"), dict) else {}
+    written, late = part.get("written"), part.get("late") if isinstance(part.get("late"), dict) else {}
+    if isinstance(written, list):  # a whole result
+        pending = any(isinstance(w, dict) and w.get("points") is None for w in written)
+        penalty, percent = late.get("points"), late.get("percent")
+        overrides = {o.get("exercise"): o.get("reason") for o in part.get("overrides") or [] if isinstance(o, dict)}
+    else:
+        pending = None in (written or {}).values()
+        penalty, percent = part.get("penalty"), part.get("late_percent")
+        overrides = {e["id"]: e["override"] for e in r.get("exercises") or [] if e.get("override")}
+    return {"pending": pending, "penalty": penalty, "late_percent": percent, "overrides": overrides}
 
 
 DASHBOARD_PAIRS = 50

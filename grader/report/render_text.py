@@ -42,6 +42,7 @@ def result_text(result: dict[str, Any]) -> str:
         lines.append(f"{MARKS[e['status']]:<8} {e['id']:<20}" + ("" if check else f" {points(e['score'])}/{points(e['max_score'])}"))
         if e["status"] != "passed":
             lines += [f"         {m}" for m in e["messages"]]
+    lines += _manual_lines(result)
     passed = sum(1 for e in result["exercises"] if e["status"] == "passed")
     lines.append("")
     if check:
@@ -49,6 +50,25 @@ def result_text(result: dict[str, Any]) -> str:
                      "Hidden cases are drawn when your notebook is graded.")
     lines.append(LEGEND)
     return "\n".join(lines)
+
+
+def _manual_lines(result: dict[str, Any]) -> list[str]:
+    """The instructor's part, for the terminal and a platform's comment: overrides, written answers, lateness."""
+    from grader.report import manual_view
+
+    shown = manual_view.view(result)
+    if shown is None:
+        return []
+    lines = [f"OVERRIDE {o.get('exercise', ''):<20} {points(o.get('autograded'))} -> {points(o.get('score'))}: "
+             f"{o.get('reason', '')}" for o in shown["overrides"]]
+    for w in shown["written"]:
+        got = "not graded yet" if w["points"] is None else f"{points(w['points'])}/{points(w['max_points'])}"
+        lines.append(f"WRITTEN  {got}: {w['question']}" + (f" (comment: {w['comment']})" if w["comment"] else ""))
+    late = shown["late"]
+    if late:
+        lines.append(f"LATE     {points(late.get('days'))} day(s): -{points(late.get('percent'))}%, "
+                     f"{points(late.get('points'))} of {points(shown['before_penalty'])} points")
+    return lines
 
 
 def validation_text(outcome: Any) -> str:

@@ -29,7 +29,7 @@ class Gradebook:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         files.make_dirs(self.path.parent)
-        self.db = sqlite3.connect(str(self.path), timeout=30)
+        self.db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)  # the review page: one thread at a time
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(
@@ -139,6 +139,17 @@ class Gradebook:
             latest[(data.get("lesson") or "", data["student"])] = summary(data)
         return [latest[key] for key in sorted(latest)]
 
+    def update(self, data: dict[str, Any], digest: str) -> None:
+        """Replace the recorded result of (lesson, student, digest) with the same grade joined with the instructor's
+        part (review.py): the row stays where it is, its score and result change."""
+        key = (data.get("lesson") or "", data["student"], digest)
+        cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, result_json=? WHERE lesson=? AND "
+                                 "student=? AND digest=?", (data["status"], data.get("score"), data.get("max_score"),
+                                                            dumps(data), *key))
+        if cursor.rowcount != 1:
+            raise GradebookError(f"no recorded grade of {data['student']!r} for this submission to update")
+        self.db.commit()
+
     def close(self) -> None:
         """Close the database."""
         self.db.close()
@@ -162,10 +173,18 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
                 section=arrived.get("section") or "")
     # The dashboard reads the first message of an exercise that did not pass, and nothing else of the messages;
     # ids, statuses and kinds repeat in every row, so each is kept once (interned).
-    keep["exercises"] = [{"id": _once(e["id"]), "status": _once(e["status"]), "score": e["score"],
-                          "kind": _once(e.get("kind")),
+    manual = mapping(data, "manual")
+    overridden = {o.get("exercise"): o for o in manual.get("overrides") or [] if isinstance(o, dict)}
+    keep["exercises"] = [{"id": _once(e["id"]), "status": _once(e["status"]),
+                          "score": overridden[e["id"]].get("score") if e["id"] in overridden else e["score"],
+                          "kind": _once(e.get("kind")), "override": overridden.get(e["id"], {}).get("reason"),
                           "messages": list(e.get("messages") or [])[:1] if e["status"] != "passed" else []}
                          for e in data.get("exercises", [])]
+    late = mapping(manual, "late")
+    keep["manual"] = {"written": {w.get("question"): w.get("points") for w in manual.get("written") or []
+                                  if isinstance(w, dict)},
+                      "penalty": late.get("points"), "late_percent": late.get("percent"), "days_late": late.get("days"),
+                      "before_penalty": manual.get("before_penalty")} if manual else None
     keep["mistakes"] = mistakes.of_result(data)  # distinct, and few per exercise: the rows stay small
     return keep
 
@@ -175,16 +194,27 @@ def _once(value: Any) -> Any:
 
 
 def write_csv(results: list[dict[str, Any]], exercise_ids: list[str], path: str | Path,
-              absent: list[dict[str, Any]] | tuple[()] = ()) -> None:
-    """One row per student: status, total and one column per exercise; roster students with no submission
-    get a row whose status is `missing`."""
-    rows = [["student", "lesson", "status", "score", "max_score", *exercise_ids, "error", "name", "late"]]
+              absent: list[dict[str, Any]] | tuple[()] = (), written_ids: tuple[str, ...] = ()) -> None:
+    """One row per student: status, total and one column per exercise (an overridden one with the instructor's
+    score); roster students with no submission get a row whose status is `missing`. Where the lesson has written
+    questions or a result carries a late penalty, a column per written question (empty until graded) and the
+    points the penalty took follow."""
+    manual = bool(written_ids) or any((r.get("manual") or {}).get("penalty") for r in results)
+    extra = [f"written:{q}" for q in written_ids] + ["late_penalty"] if manual else []
+    rows = [["student", "lesson", "status", "score", "max_score", *exercise_ids, *extra, "error", "name", "late"]]
     for data in results:
         scores = {e["id"]: e["score"] for e in data.get("exercises", [])}
+        part = data.get("manual") or {}
+        points = part.get("written") or {}
+        added = [_cell(points.get(q)) for q in written_ids] + [_cell(part.get("penalty"))] if manual else []
         rows.append([data["student"], data.get("lesson") or "", data["status"], data.get("score", 0),
-                     data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], data.get("error") or "",
-                     data.get("name") or "", "late" if data.get("late") else ""])
+                     data.get("max_score", 0), *[scores.get(i, "") for i in exercise_ids], *added,
+                     data.get("error") or "", data.get("name") or "", "late" if data.get("late") else ""])
     for row in absent:
-        rows.append([row["student"], row.get("lesson", ""), "missing", "", "", *[""] * len(exercise_ids), "no submission",
-                     row.get("name", ""), ""])
+        rows.append([row["student"], row.get("lesson", ""), "missing", "", "", *[""] * (len(exercise_ids) + len(extra)),
+                     "no submission", row.get("name", ""), ""])
     files.write_text(path, escape.csv_text(rows))
+
+
+def _cell(value: Any) -> Any:
+    return "" if value is None else value

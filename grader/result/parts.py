@@ -195,10 +195,13 @@ class Submitted:
     late: bool = False
     on_roster: bool | None = None
     section: str = ""
+    submitted_at: str = ""
+    """When the platform says it was submitted (ISO 8601), where its layout records it; else ""."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layout": self.layout, "files": list(self.files), "name": self.name, "late": self.late,
+        data = {"layout": self.layout, "files": list(self.files), "name": self.name, "late": self.late,
                 "on_roster": self.on_roster, "section": self.section}
+        return data | ({"submitted_at": self.submitted_at} if self.submitted_at else {})
 
     @classmethod
     def from_dict(cls, data: Any) -> Submitted | None:
@@ -206,7 +209,7 @@ class Submitted:
             return None
         return cls(str(data.get("layout", "")), tuple(str(f) for f in data.get("files") or ()),
                    str(data.get("name") or ""), bool(data.get("late")), data.get("on_roster"),
-                   str(data.get("section") or ""))
+                   str(data.get("section") or ""), str(data.get("submitted_at") or ""))
 
 
 @dataclass(frozen=True)

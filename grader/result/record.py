@@ -16,6 +16,7 @@ from typing import Any
 from grader.base import files
 from grader.judge.judge import ExerciseResult
 from grader.lesson.releases import Release
+from grader.result.manual import Manual
 from grader.result.parts import CellFacts, Differing, Explanation, RunFacts, SandboxFacts, Section, Submitted
 
 SCHEMA = 1
@@ -85,6 +86,9 @@ class GradeResult:
     """The student's own numbers where the course grades the lesson per student (variants.py), else ()."""
     release: Release | None = None
     """Which release of the lesson the notebook came from and which one graded it (releases.py)."""
+    manual: Manual | None = None
+    """The instructor's part: written answers by rubric, overrides, the late penalty (manual.py); None when the
+    lesson has none of them and nobody overrode anything."""
     submitted_as: Submitted | None = None
     """How a batch received it (layout, files, name, late, roster match); None outside a batch."""
     notebook: Any = field(default=None, compare=False, repr=False)
@@ -110,6 +114,8 @@ class GradeResult:
             data.update(submission=self.submission, graded_at=self.graded_at)
             if self.digest is not None:
                 data["digest"] = self.digest
+        if self.manual is not None and self.status == "graded":
+            data["manual"] = self.manual.to_dict()
         if self.submitted_as is not None:
             data["submitted_as"] = self.submitted_as.to_dict()
         return data
@@ -135,7 +141,7 @@ def read_result(data: dict[str, Any]) -> GradeResult:
         as_submitted=each(Differing, "as_submitted"), explanations=each(Explanation, "explanations"),
         numbers=tuple(sorted((data.get("numbers") or {}).items())),
         release=Release.from_dict(data["release"]) if data.get("release") else None,
-        submitted_as=Submitted.from_dict(data.get("submitted_as")))
+        manual=Manual.from_dict(data.get("manual")), submitted_as=Submitted.from_dict(data.get("submitted_as")))
 
 
 def dumps(data: dict[str, Any]) -> str:

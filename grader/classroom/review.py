@@ -1,0 +1,282 @@
+"""Grading what students wrote, across a batch: answers by question, grouped, decided by rubric; overrides; the
+spreadsheet path in and out. The page (review_app.py) and `grader review --export/--import` both use this.
+
+Answers are read once from the batch's results (the student's written cells, as
+recorded) and grouped: blank answers and answers left as the handout's prompt
+in one group, identical answers (by their words, ignoring case and spacing) in
+another, so one decision grades a group. Every decision is saved at once
+(review_store.py) and joined into that student's grade (review_join.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.base import escape, files
+from grader.base.errors import GraderError
+from grader.classroom import review_join, review_store
+from grader.lesson import lessons
+from grader.lesson.written import Question
+from grader.result import gradebook, joining, sign
+from grader.result.manual import Override, WrittenGrade
+
+CSV_COLUMNS = ("student", "question", "points", "max_points", "rubric", "comment", "grader")
+MAX_CSV_BYTES = 32 * 1024**2
+
+
+@dataclass
+class Answer:
+    """One student's answer to one written question, as the page shows it."""
+
+    student: str
+    name: str
+    text: str
+    untouched: bool
+    decision: WrittenGrade | None = None
+
+    @property
+    def blank(self) -> bool:
+        return self.untouched or not self.text.strip()
+
+    def group_key(self) -> str:
+        return "blank" if self.blank else "same:" + re.sub(r"\s+", " ", self.text).strip().lower()
+
+
+@dataclass
+class Group:
+    """Answers that one decision grades together."""
+
+    key: str
+    label: str
+    answers: list[Answer] = field(default_factory=list)
+
+
+class Review:
+    """One batch folder under review: its lesson, its students' written answers and the decisions so far."""
+
+    def __init__(self, out: Path, grader: str = "") -> None:
+        self.out = Path(out)
+        if not (self.out / "gradebook.sqlite").is_file():
+            raise GraderError(f"{self.out} holds no gradebook: run `grader batch ... --out {self.out}` first")
+        self.book = gradebook.Gradebook(self.out / "gradebook.sqlite")
+        rows = self.book.latest()
+        ids = sorted({row.get("lesson") or "" for row in rows} - {""})
+        if len(ids) != 1:
+            self.book.close()
+            raise GraderError(f"{self.out}: a review needs the results of one lesson (found {', '.join(ids) or 'none'})")
+        self.lesson = lessons.get(ids[0])
+        self.grader = grader
+        self.store = review_store.Store(self.out)
+        self.members = review_join.members_of(self.out)
+        self.graded = {row["student"]: row for row in rows if row.get("status") == "graded"}
+        self.answers = self._read_answers()
+
+    def close(self) -> None:
+        self.store.close()
+        self.book.close()
+
+    def question(self, cell: str) -> Question:
+        found = next((q for q in self.lesson.written if q.cell == cell), None)
+        if found is None:
+            raise GraderError(f"lesson {self.lesson.id} has no written question {cell!r} "
+                              f"(its questions: {', '.join(q.cell for q in self.lesson.written) or 'none'})")
+        return found
+
+    def _read_answers(self) -> dict[str, dict[str, Answer]]:
+        """question -> student -> answer, from each graded student's recorded result."""
+        decided = self.store.written(self.lesson.id)
+        found: dict[str, dict[str, Answer]] = {q.cell: {} for q in self.lesson.written}
+        for student, row in self.graded.items():
+            data = self._result(student)
+            said = {str(e.get("cell_id")): e for e in data.get("explanations") or [] if isinstance(e, dict)}
+            for cell in found:
+                entry = said.get(cell, {})
+                found[cell][student] = Answer(student, str(row.get("name") or ""), str(entry.get("text", "")),
+                                              bool(entry.get("untouched", not entry)), decided.get((student, cell)))
+        return found
+
+    def _result(self, student: str) -> dict[str, Any]:
+        path = self.out / review_join.RESULTS / f"{student}.json"
+        try:
+            data = sign.strict_loads(files.read_regular(path, 64 * 1024**2).decode("utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def groups(self, cell: str) -> list[Group]:
+        """The answers to one question in groups: blank or untouched first, then identical ones, then the rest."""
+        self.question(cell)
+        by_key: dict[str, Group] = {}
+        for answer in sorted(self.answers[cell].values(), key=lambda a: a.student):
+            key = answer.group_key()
+            label = "blank or left as the handout's prompt" if key == "blank" else "identical answers"
+            by_key.setdefault(key, Group(key, label)).answers.append(answer)
+        grouped = sorted(by_key.values(), key=lambda g: (g.key != "blank", len(g.answers) == 1, g.answers[0].student))
+        for group in grouped:
+            if len(group.answers) == 1 and group.key != "blank":
+                group.label = "answer"
+        return grouped
+
+    def progress(self) -> dict[str, tuple[int, int]]:
+        """Per question: (answers graded, answers)."""
+        return {cell: (sum(a.decision is not None for a in answers.values()), len(answers))
+                for cell, answers in self.answers.items()}
+
+    def decide(self, cell: str, students: list[str], items: list[str], comment: str = "",
+               points: float | None = None, grader: str | None = None) -> float:
+        """Grade one answer or a group: rubric items (or points outright); saved, then joined into each grade.
+        Returns the points each of them now has for this question."""
+        question = self.question(cell)
+        unknown = [s for s in students if s not in self.answers[cell]]
+        if not students or unknown:
+            raise GraderError(f"no graded result for student {unknown[0]!r}" if unknown else "no student named")
+        bad = [i for i in items if question.item(i) is None]
+        if bad:
+            raise GraderError(f"question {cell!r} has no rubric item {bad[0]!r} "
+                              f"(its items: {', '.join(i.id for i in question.rubric)})")
+        if points is not None and not 0 <= points <= question.points:
+            raise GraderError(f"{points:g} points is outside question {cell!r}'s range 0 to {question.points:g}")
+        decision = WrittenGrade(cell, tuple(dict.fromkeys(items)), None if items else points, question.points,
+                                comment[:4000], grader or self.grader, review_store.now())
+        self.store.decide(self.lesson.id, students, decision)
+        for student in students:
+            self.answers[cell][student].decision = decision
+            self._join(student)
+        return joining.written_points(self.lesson, decision, self.store.item_points(self.lesson.id))
+
+    def clear(self, cell: str, students: list[str]) -> None:
+        self.question(cell)
+        self.store.clear(self.lesson.id, students, cell, self.grader)
+        for student in students:
+            if student in self.answers[cell]:
+                self.answers[cell][student].decision = None
+                self._join(student)
+
+    def set_item_points(self, cell: str, item: str, points: float) -> list[str]:
+        """Change a rubric item's points: every answer that used it is rescored. Returns those students."""
+        question = self.question(cell)
+        if question.item(item) is None:
+            raise GraderError(f"question {cell!r} has no rubric item {item!r}")
+        if not -question.points <= points <= question.points:
+            raise GraderError(f"an item of question {cell!r} may be worth {-question.points:g} to {question.points:g}")
+        students = self.store.set_item_points(self.lesson.id, cell, item, points, self.grader)
+        for student in students:
+            self._join(student)
+        return students
+
+    def override(self, student: str, exercise: str, score: float | None, reason: str) -> None:
+        """Set an exercise's score by hand, with a reason (None: give it back to the autograder)."""
+        if student not in self.graded:
+            raise GraderError(f"no graded result for student {student!r}")
+        found = next((ex for ex in self.lesson.exercises if ex.id == exercise), None)
+        if found is None:
+            raise GraderError(f"lesson {self.lesson.id} has no exercise {exercise!r}")
+        if score is not None and not 0 <= score <= found.points:
+            raise GraderError(f"{score:g} is outside exercise {exercise!r}'s range 0 to {found.points:g}")
+        if score is not None and not reason.strip():
+            raise GraderError("an override needs a reason (--reason), and the report shows it")
+        made = Override(exercise, score, reason.strip()[:1000], self.grader, review_store.now()) if score is not None else None
+        self.store.override(self.lesson.id, student, made, exercise, self.grader)
+        self._join(student)
+
+    def _join(self, student: str) -> None:
+        sealed = review_join.student(self.out, self.lesson, student, self.store, self.members, self.book)
+        self.graded[student] = gradebook.summary(sealed)
+
+    def refresh(self) -> None:
+        """grades.csv and the dashboard, as the decisions now stand."""
+        review_join.class_files(self.out, self.lesson, self.book, self.members)
+
+    def export_csv(self, path: Path) -> int:
+        """One row per student and written question (`student,question,points,max_points,rubric,comment,grader`)."""
+        rows: list[list[Any]] = [list(CSV_COLUMNS)]
+        item_points = self.store.item_points(self.lesson.id)
+        for question in self.lesson.written:
+            for student, answer in sorted(self.answers[question.cell].items()):
+                d = answer.decision
+                rows.append([student, question.cell,
+                             "" if d is None else joining.written_points(self.lesson, d, item_points), question.points,
+                             ";".join(d.items) if d else "", d.comment if d else "", d.grader if d else ""])
+        files.write_text(path, escape.csv_text(rows))
+        return len(rows) - 1
+
+    def import_csv(self, path: Path) -> int:
+        """Decisions from a filled export (points from the rubric items where given, else the points column).
+        Every row is checked first: one bad row is refused in one line naming it, and nothing changes."""
+        parsed = _rows(path)
+        planned = []
+        for number, row in parsed:
+            planned.append(self._planned(number, row))
+        for cell, student, items, points, comment, grader in planned:
+            self.decide(cell, [student], items, comment, points, grader)
+        return len(planned)
+
+    def _planned(self, number: int, row: dict[str, str]) -> tuple[str, str, list[str], float | None, str, str]:
+        where = f"row {number}"
+        cell, student = row["question"].strip(), row["student"].strip()
+        question = next((q for q in self.lesson.written if q.cell == cell), None)
+        if question is None:
+            raise GraderError(f"{where}: no written question {cell[:60]!r} in lesson {self.lesson.id}")
+        if student not in self.answers[cell]:
+            raise GraderError(f"{where}: no graded result for student {student[:60]!r}")
+        items = [i.strip() for i in row["rubric"].split(";") if i.strip()]
+        bad = [i for i in items if question.item(i) is None]
+        if bad:
+            raise GraderError(f"{where}: question {cell!r} has no rubric item {bad[0][:60]!r}")
+        points = None
+        if not items and row["points"].strip():
+            try:
+                points = float(row["points"])
+            except ValueError:
+                raise GraderError(f"{where}: points {row['points'][:40]!r} is not a number") from None
+            if not 0 <= points <= question.points:
+                raise GraderError(f"{where}: {points:g} points is outside question {cell!r}'s range 0 to "
+                                  f"{question.points:g}")
+        if not items and points is None:
+            raise GraderError(f"{where}: neither rubric items nor points for {student[:60]!r} on {cell!r}")
+        return cell, student, items, points, row["comment"], row["grader"].strip() or self.grader
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """The import's rows (numbered as a spreadsheet numbers them), or one line saying why the file is not one."""
+    try:
+        text = files.read_regular(path, MAX_CSV_BYTES).decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise GraderError(f"{path}: cannot be read as a UTF-8 CSV ({type(err).__name__})") from None
+    if len(text) > MAX_CSV_BYTES:
+        raise GraderError(f"{path}: over {MAX_CSV_BYTES >> 20} MiB; not a review export")
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise GraderError(f"{path}: no column {missing[0]!r} (columns: {','.join(CSV_COLUMNS)})")
+    rows = []
+    for number, row in enumerate(reader, start=2):
+        rows.append((number, {k: str(row.get(k) or "") for k in CSV_COLUMNS}))
+    return rows
+
+
+def page_data(review: Review) -> str:
+    """What the page's script starts from, as JSON (escaped for a <script> element)."""
+    questions = [{"cell": q.cell, "title": q.title, "points": q.points,
+                  "rubric": [{"id": i.id, "points": review.store.item_points(review.lesson.id).get((q.cell, i.id),
+                                                                                              i.points), "text": i.text}
+                             for i in q.rubric],
+                  "groups": [{"key": g.key, "label": g.label,
+                              "answers": [{"student": a.student, "name": a.name, "text": a.text[:20000],
+                                           "blank": a.blank,
+                                           "items": list(a.decision.items) if a.decision else None,
+                                           "points": a.decision.points if a.decision else None,
+                                           "comment": a.decision.comment if a.decision else "",
+                                           "grader": a.decision.grader if a.decision else "",
+                                           "at": a.decision.at if a.decision else ""} for a in g.answers]}
+                             for g in review.groups(q.cell)]}
+                 for q in review.lesson.written]
+    data = {"lesson": review.lesson.id, "title": review.lesson.title, "questions": questions,
+            "progress": review.progress()}
+    return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

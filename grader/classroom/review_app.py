@@ -1,0 +1,171 @@
+"""`grader review OUT`: the page that grades written answers by question, served on 127.0.0.1 only.
+
+As Jupyter does, the address carries a random token: the first request with it
+sets a cookie (HttpOnly, SameSite=Strict), and every request without one of the
+two is refused. A change is a POST with the token in a header, so another page
+in the same browser cannot make one. Decisions are saved as they are made
+(review.py); grades.csv and the dashboard are rewritten a moment after the last
+change, and when the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import secrets
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from grader.base import files
+from grader.base.errors import GraderError
+from grader.classroom.review import Review, page_data
+
+COOKIE = "grader_review"
+REFRESH_AFTER = 2.0
+"""Seconds after the last change before grades.csv and the dashboard are rewritten."""
+
+
+def app(review: Review, token: str) -> Any:
+    """The Starlette application over one open `Review`."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    served = _Served(review, token)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        task = asyncio.ensure_future(served.refresher())
+        yield
+        task.cancel()
+        await asyncio.to_thread(_refresh, review, served.lock)
+
+    return Starlette(routes=[Route("/", served.page), Route("/report/{student}", served.report),
+                             Route("/api/{what}", served.change, methods=["POST"])], lifespan=lifespan)
+
+
+class _Served:
+    """The page's handlers over one review: one change at a time (a lock), the class files rewritten after."""
+
+    def __init__(self, review: Review, token: str) -> None:
+        self.review, self.token = review, token
+        self.lock = threading.Lock()  # one decision at a time: the page's clicks and an import never interleave
+        self.dirty = asyncio.Event()
+
+    def allowed(self, request: Any) -> bool:
+        given = request.query_params.get("token") or request.cookies.get(COOKIE) or ""
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    async def page(self, request: Any) -> Any:
+        from starlette.responses import HTMLResponse, PlainTextResponse
+
+        from grader.report import render
+
+        if not self.allowed(request):
+            return PlainTextResponse("open the address `grader review` printed (it carries the token)", 403)
+        data = await asyncio.to_thread(self._page_data)
+        html = render.environment().get_template("review.html.j2").render(data=data, token=self.token,
+                                                                          lesson=self.review.lesson)
+        response = HTMLResponse(html, headers={"Cache-Control": "no-store", "Content-Security-Policy":
+                                               "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"})
+        response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+        return response
+
+    def _page_data(self) -> str:
+        with self.lock:
+            return page_data(self.review)
+
+    async def report(self, request: Any) -> Any:
+        from starlette.responses import HTMLResponse, PlainTextResponse
+
+        student = request.path_params["student"]
+        if not self.allowed(request) or student not in self.review.graded:
+            return PlainTextResponse("no such report", 404)
+        html = files.read_regular(self.review.out / "reports" / f"{student}.html").decode("utf-8")
+        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+    async def change(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        header = request.headers.get("x-review-token", "").encode()
+        if not self.allowed(request) or not hmac.compare_digest(header, self.token.encode()):
+            return JSONResponse({"error": "refused: no token"}, 403)
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "the request was not a JSON object"}, 400)
+        try:
+            done = await asyncio.to_thread(_apply, self.review, self.lock, request.path_params["what"], body)
+        except GraderError as err:
+            return JSONResponse({"error": str(err)}, 400)
+        self.dirty.set()
+        return JSONResponse(done)
+
+    async def refresher(self) -> None:
+        while True:
+            await self.dirty.wait()
+            await asyncio.sleep(REFRESH_AFTER)
+            self.dirty.clear()
+            await asyncio.to_thread(_refresh, self.review, self.lock)
+
+
+def _refresh(review: Review, lock: threading.Lock) -> None:
+    with lock:
+        review.refresh()
+
+
+def _apply(review: Review, lock: threading.Lock, what: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One change from the page, under the lock; returns what the page shows next."""
+    def text(key: str) -> str:
+        value = body.get(key, "")
+        if not isinstance(value, str):
+            raise GraderError(f"{key} must be text")
+        return value
+
+    def names(key: str) -> list[str]:
+        value = body.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise GraderError(f"{key} must be a list of names")
+        return value
+
+    with lock:
+        cell = text("question")
+        if what == "decide":
+            raw = body.get("points")
+            points = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+            got = review.decide(cell, names("students"), names("items"), text("comment"), points)
+            return {"points": got, "progress": review.progress()}
+        if what == "clear":
+            review.clear(cell, names("students"))
+            return {"progress": review.progress()}
+        if what == "item":
+            raw = body.get("points")
+            if not isinstance(raw, (int, float)) or isinstance(raw, bool):
+                raise GraderError("points must be a number")
+            return {"rescored": review.set_item_points(cell, text("item"), float(raw))}
+    raise GraderError(f"no such change: {what[:40]!r}")
+
+
+def serve(out: Path, grader: str, port: int = 0, ready: Any = None) -> None:
+    """Serve the review of `out` on 127.0.0.1 until interrupted; `ready(url)` is called with the address."""
+    import socket
+
+    import uvicorn
+
+    review = Review(out, grader)
+    token = secrets.token_urlsafe(24)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/?token={token}"
+    server = uvicorn.Server(uvicorn.Config(app(review, token), log_level="warning", lifespan="on"))
+    if ready is not None:
+        ready(url)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        review.close()

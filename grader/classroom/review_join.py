@@ -1,0 +1,100 @@
+"""The instructor's decisions joined into a batch's written grades: each student's result re-scored, its report
+redrawn, re-signed and recorded; then the class's grades.csv and dashboard.
+
+A batch joins them as it records each grade (so a rerun or a regrade keeps the
+manual part); the review page and `--import` join one student's files the
+moment a decision is saved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from grader.base import files
+from grader.base.errors import GraderError
+from grader.intake import roster as class_list
+from grader.lesson.lessons import Lesson
+from grader.report import finish, render
+from grader.result import gradebook, joining, record, sign
+from grader.result.manual import Decisions
+
+RESULTS = "results"
+
+
+def members_of(out: Path) -> class_list.Roster | None:
+    """The roster the batch kept beside its gradebook (extensions are read from it), if it was given one."""
+    kept = Path(out) / class_list.ROSTER_COPY
+    return class_list.read(kept) if kept.is_file() else None
+
+
+def decisions(store: Any, lesson: Lesson, student: str, members: class_list.Roster | None) -> Decisions:
+    """One student's decisions (none without a review store), with the roster's extension for them."""
+    member = members.find(student) if members else None
+    extension = member.extension_days if member else 0.0
+    if store is None:
+        return Decisions(extension_days=extension)
+    return store.decisions(lesson, student, extension)
+
+
+def graded(done: finish.Graded, lesson: Lesson, decided: Decisions) -> finish.Graded:
+    """A graded submission with the instructor's part joined; its reports redrawn only when the grade changed."""
+    joined = joining.joined(done.result, lesson, decided)
+    if joined == done.result:
+        return done
+    drawn = finish.drawn(dataclasses.replace(joined, notebook=None))
+    return dataclasses.replace(done, result=drawn.result, report_html=drawn.report_html, report_md=drawn.report_md)
+
+
+def student(out: Path, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
+            book: gradebook.Gradebook) -> dict[str, Any]:
+    """Join one student's recorded grade with the decisions now in `store`: report, result and gradebook row."""
+    out = Path(out)
+    path = out / RESULTS / f"{who}.json"
+    try:
+        data = sign.strict_loads(files.read_regular(path, 64 * 1024**2).decode("utf-8"))
+    except (OSError, ValueError) as err:
+        raise GraderError(f"{path}: cannot be read back ({type(err).__name__}); rerun the batch") from None
+    if not isinstance(data, dict) or data.get("lesson") != lesson.id or data.get("student") != who:
+        raise GraderError(f"{path} is not {who}'s result of lesson {lesson.id}")
+    notebook_path = out / "notebooks" / f"{who}.ipynb"
+    notebook = files.read_regular(notebook_path).decode("utf-8") if notebook_path.is_file() else None
+    result = record.read_result(data)
+    joined = graded(finish.Graded(result, notebook=notebook), lesson, decisions(store, lesson, who, members))
+    if joined.report_html:
+        files.write_text(out / "reports" / f"{who}.html", joined.report_html)
+        files.write_text(out / "reports" / f"{who}.md", joined.report_md)
+    else:  # the grade did not change: the reports on disk still say it
+        joined = dataclasses.replace(joined, report_html=_text(out / "reports" / f"{who}.html"),
+                                     report_md=_text(out / "reports" / f"{who}.md"))
+    sealed = joined.sealed(sign.signing_key())
+    record.write_json(sealed, path)
+    book.update(sealed, str(data.get("digest") or ""))
+    return sealed
+
+
+def _text(path: Path) -> str:
+    return files.read_regular(path).decode("utf-8") if path.is_file() else ""
+
+
+def absent(members: class_list.Roster | None, latest: list[dict[str, Any]], lesson_id: str) -> list[dict[str, Any]]:
+    """Rows for the roster's students with no submission at all."""
+    present = {row["student"] for row in latest}
+    return [{"student": m.student, "name": m.name, "status": "missing", "lesson": lesson_id}
+            for m in (members.members if members else ()) if not (m.ids() & present)]
+
+
+def class_files(out: Path, lesson: Lesson, book: gradebook.Gradebook, members: class_list.Roster | None,
+                moved: Any = None, similar: Any = None) -> list[dict[str, Any]]:
+    """grades.csv and the dashboard from the gradebook's rows as they are now; returns the roster's absent
+    students. `similar`: the batch's similarity report (computed here when not given)."""
+    from grader.classroom import similarity
+
+    latest = book.latest(lesson.id)
+    missing = absent(members, latest, lesson.id)
+    gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], Path(out) / "grades.csv", missing,
+                        tuple(q.cell for q in lesson.written))
+    similar = similar if similar is not None else similarity.of_batch(Path(out), lesson)
+    files.write_text(Path(out) / "index.html", render.dashboard_html(latest, lesson, missing, moved, similar))
+    return missing

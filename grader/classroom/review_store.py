@@ -1,0 +1,153 @@
+"""The instructor's decisions for a batch, kept in `OUT/review.sqlite`: written answers by rubric, overrides, and
+rubric items' points changed after the fact.
+
+Each decision is one transaction, saved as it is made, with who made it and
+when; every change is also appended to a log that is never rewritten. SQLite's
+write-ahead log lets two graders (two browsers, or the page and an import)
+decide at once: the last decision on the same answer wins, and both are in the
+log. A rerun or a regrade of the batch reads these decisions again, so the
+manual part of a grade is never lost to the autograder.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from grader.base.errors import GraderError
+from grader.lesson.lessons import Lesson
+from grader.result.manual import Decisions, Override, WrittenGrade
+
+NAME = "review.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS written (lesson TEXT, student TEXT, question TEXT, items TEXT, points REAL, comment TEXT,
+                                    grader TEXT, at TEXT, PRIMARY KEY (lesson, student, question));
+CREATE TABLE IF NOT EXISTS overrides (lesson TEXT, student TEXT, exercise TEXT, score REAL, reason TEXT, grader TEXT,
+                                      at TEXT, PRIMARY KEY (lesson, student, exercise));
+CREATE TABLE IF NOT EXISTS item_points (lesson TEXT, question TEXT, item TEXT, points REAL, grader TEXT, at TEXT,
+                                        PRIMARY KEY (lesson, question, item));
+CREATE TABLE IF NOT EXISTS log (at TEXT, grader TEXT, lesson TEXT, student TEXT, what TEXT, detail TEXT);
+"""
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+class Store:
+    """One batch's decisions; open with `Store(out)`, close with `close()` (or use it in a `with`)."""
+
+    def __init__(self, out: Path) -> None:
+        path = Path(out) / NAME
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise GraderError(f"{path} is not a plain file; the review's decisions are kept nowhere else")
+        try:
+            self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as err:
+            raise GraderError(f"{path} is not the review's database ({err})") from None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def decide(self, lesson: str, students: Iterable[str], decision: WrittenGrade) -> None:
+        """One decision on a written question, for one student or a group, in one transaction."""
+        with self._writing():
+            for student in students:
+                self.db.execute("INSERT OR REPLACE INTO written VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                (lesson, student, decision.question, json.dumps(list(decision.items)), decision.points,
+                                 decision.comment, decision.grader, decision.at))
+                self._log(decision.grader, decision.at, lesson, student, f"written {decision.question}",
+                          {"items": list(decision.items), "points": decision.points, "comment": decision.comment})
+
+    def clear(self, lesson: str, students: Iterable[str], question: str, grader: str) -> None:
+        """Take a decision back: the answer is ungraded again (the log keeps what it was)."""
+        at = now()
+        with self._writing():
+            for student in students:
+                self.db.execute("DELETE FROM written WHERE lesson=? AND student=? AND question=?",
+                                (lesson, student, question))
+                self._log(grader, at, lesson, student, f"cleared {question}", {})
+
+    def override(self, lesson: str, student: str, override: Override | None, exercise: str, grader: str) -> None:
+        """An exercise's score set by hand with a reason (None: back to the autograder's)."""
+        with self._writing():
+            if override is None:
+                self.db.execute("DELETE FROM overrides WHERE lesson=? AND student=? AND exercise=?",
+                                (lesson, student, exercise))
+                self._log(grader, now(), lesson, student, f"override {exercise} removed", {})
+                return
+            self.db.execute("INSERT OR REPLACE INTO overrides VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (lesson, student, exercise, override.score, override.reason, override.grader, override.at))
+            self._log(override.grader, override.at, lesson, student, f"override {exercise}",
+                      {"score": override.score, "reason": override.reason})
+
+    def set_item_points(self, lesson: str, question: str, item: str, points: float, grader: str) -> list[str]:
+        """A rubric item's points changed: returns the students whose answers used it (to be rescored)."""
+        at = now()
+        with self._writing():
+            self.db.execute("INSERT OR REPLACE INTO item_points VALUES (?, ?, ?, ?, ?, ?)",
+                            (lesson, question, item, points, grader, at))
+            self._log(grader, at, lesson, "", f"item {question}/{item}", {"points": points})
+        rows = self.db.execute("SELECT student, items FROM written WHERE lesson=? AND question=?", (lesson, question))
+        return sorted(student for student, items in rows if item in json.loads(items))
+
+    def item_points(self, lesson: str) -> dict[tuple[str, str], float]:
+        rows = self.db.execute("SELECT question, item, points FROM item_points WHERE lesson=?", (lesson,))
+        return {(question, item): float(points) for question, item, points in rows}
+
+    def written(self, lesson: str) -> dict[tuple[str, str], WrittenGrade]:
+        """Every decision on a written answer: (student, question) -> decision."""
+        rows = self.db.execute("SELECT student, question, items, points, comment, grader, at FROM written "
+                               "WHERE lesson=?", (lesson,))
+        return {(student, question): WrittenGrade(question, tuple(json.loads(items)), points, 0.0, comment, grader, at)
+                for student, question, items, points, comment, grader, at in rows}
+
+    def decisions(self, lesson: Lesson, student: str, extension_days: float = 0.0) -> Decisions:
+        """What was decided for one student, ready to join with their result (joining.joined)."""
+        written = {q: d for (s, q), d in self.written(lesson.id).items() if s == student}
+        rows = self.db.execute("SELECT exercise, score, reason, grader, at FROM overrides WHERE lesson=? AND student=?",
+                               (lesson.id, student))
+        overrides = {exercise: Override(exercise, float(score), reason, grader, at)
+                     for exercise, score, reason, grader, at in rows}
+        return Decisions(written, overrides, self.item_points(lesson.id), extension_days)
+
+    def log(self, lesson: str) -> list[tuple[str, str, str, str, str]]:
+        """Every change, oldest first: (when, who, student, what, detail)."""
+        return [tuple(row) for row in self.db.execute(
+            "SELECT at, grader, student, what, detail FROM log WHERE lesson=? ORDER BY rowid", (lesson,))]
+
+    def _log(self, grader: str, at: str, lesson: str, student: str, what: str, detail: dict[str, object]) -> None:
+        self.db.execute("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
+                        (at, grader, lesson, student, what, json.dumps(detail)))
+
+
+def exists(out: Path) -> bool:
+    return (Path(out) / NAME).is_file()
+
+
+def close(store: Store | None) -> None:
+    if store is not None:
+        store.close()
