@@ -18,6 +18,7 @@ import markupsafe
 
 from grader.base import escape
 from grader.base.errors import LessonError
+from grader.base.shapes import mapping
 from grader.intake import roster as class_list
 from grader.judge import mistakes
 from grader.lesson import lessons
@@ -356,8 +357,8 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
 
 def _manual_cells(r: dict[str, Any]) -> dict[str, Any]:
     """A dashboard row's instructor's part, from a gradebook summary or a whole result alike."""
-    part = r.get("manual") if isinstance(r.get("manual"), dict) else {}
-    written, late = part.get("written"), part.get("late") if isinstance(part.get("late"), dict) else {}
+    part = mapping(r, "manual")
+    written, late = part.get("written"), mapping(part, "late")
     if isinstance(written, list):  # a whole result
         pending = any(isinstance(w, dict) and w.get("points") is None for w in written)
         penalty, percent = late.get("points"), late.get("percent")
