@@ -1,5 +1,5 @@
 """Command line: grade, check, release, validate, new, build-solution and keys here; the class's commands (batch,
-similarity, export, portfolio, cluster, verify and the hidden gradescope-run) in cli_class.py. Each command calls one
+similarity, export, review, portfolio, cluster, verify and the hidden gradescope-run) in cli_class.py. Each command calls one
 library function and one renderer, importing only what it uses (`batch` starts its kernel template before the grading
 machinery, so the two overlap). User errors are caught in one place, `cli_flags.Main.invoke`.
 """

@@ -1,4 +1,4 @@
-"""The class's commands: batch, similarity, export, portfolio, cluster, verify and the hidden gradescope-run
+"""The class's commands: batch, similarity, export, review, portfolio, cluster, verify and the hidden gradescope-run
 (`cli.main` adds them; each imports only what it uses).
 """
 from __future__ import annotations

@@ -293,3 +293,11 @@ def test_the_command_line_loads_without_the_grading_machinery():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_command_line_docstrings_name_every_command():
+    from grader import cli, cli_class
+
+    told = (cli.__doc__ or "") + (cli_class.__doc__ or "")
+    for name in cli.main.commands:
+        assert name in told, f"cli.py's docstring does not name `{name}`"

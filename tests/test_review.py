@@ -296,3 +296,26 @@ def test_review_page_grades_by_keyboard_groups_and_keeps_decisions_after_a_reloa
     # the pair's decision joined both grades: 3 autograded + 0.5 + 0.5
     for student in ("ada", "ben"):
         assert json.loads((out / "results" / f"{student}.json").read_text())["score"] == 4.0
+
+
+@pytest.mark.kernel
+def test_two_graders_at_once_keep_both_decisions_with_who_and_when(out):
+    from grader.classroom.review import Review, page_data
+
+    first, second = Review(out, "ta1"), Review(out, "ta2")
+    try:
+        first.decide("explanation", ["ada"], [], points=2.0)
+        second.decide("explanation", ["ben"], [], points=1.0)
+        second.decide("explanation", ["ada"], [], points=1.5, comment="second look")  # the later decision counts
+        shown = json.loads(page_data(first))  # the first page, reloaded, sees the second grader's decisions
+        answers = {a["student"]: a for q in shown["questions"] if q["cell"] == "explanation"
+                   for g in q["groups"] for a in g["answers"]}
+        assert (answers["ada"]["points"], answers["ada"]["grader"]) == (1.5, "ta2")
+        assert answers["ben"]["points"] == 1.0
+        log = [(who, student, what) for _, who, student, what, _ in first.store.log(LESSON)]
+        assert log == [("ta1", "ada", "written explanation"), ("ta2", "ben", "written explanation"),
+                       ("ta2", "ada", "written explanation")]
+    finally:
+        first.close()
+        second.close()
+    assert json.loads((out / "results" / "ada.json").read_text())["score"] == 4.5  # 3 autograded + 1.5

@@ -123,6 +123,13 @@ class Review:
                 group.label = "answer"
         return grouped
 
+    def reread(self) -> None:
+        """The decisions as the store holds them now (another grader's too: two pages may grade at once)."""
+        decided = self.store.written(self.lesson.id)
+        for cell, answers in self.answers.items():
+            for student, answer in answers.items():
+                answer.decision = decided.get((student, cell))
+
     def progress(self) -> dict[str, tuple[int, int]]:
         """Per question: (answers graded, answers)."""
         return {cell: (sum(a.decision is not None for a in answers.values()), len(answers))
@@ -262,7 +269,8 @@ def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
 
 
 def page_data(review: Review) -> str:
-    """What the page's script starts from, as JSON (escaped for a <script> element)."""
+    """What the page's script starts from, as JSON (escaped for a <script> element), as the store holds it now."""
+    review.reread()
     questions = [{"cell": q.cell, "title": q.title, "points": q.points,
                   "rubric": [{"id": i.id, "points": review.store.item_points(review.lesson.id).get((q.cell, i.id),
                                                                                               i.points), "text": i.text}

@@ -161,6 +161,7 @@ def serve(out: Path, grader: str, port: int = 0, ready: Any = None) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
+    sock.listen(128)  # a request made as soon as the address is printed waits for the server, not refused
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/?token={token}"
     server = uvicorn.Server(uvicorn.Config(app(review, token), log_level="warning", lifespan="on"))
     if ready is not None:
