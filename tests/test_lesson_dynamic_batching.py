@@ -299,4 +299,4 @@ def test_a_simulator_wrong_on_one_case_earns_the_share_it_passed(graded):
     assert sum(t["max_score"] for t in sim_tests) == pytest.approx(1.0)
     prairielearn = platforms.prairielearn_results(result)
     assert [t["points"] for t in prairielearn["tests"]] == [t["score"] for t in gradescope["tests"]]
-    assert prairielearn["score"] == pytest.approx(result["score"] / 4)
+    assert prairielearn["score"] == pytest.approx(result["score"] / 7)  # of 4 exercise and 3 written points

@@ -121,7 +121,7 @@ def batches(tmp_path_factory):
     """Each layout graded once (inference-scaling: quick kernels), with a roster for the Canvas one."""
     root = tmp_path_factory.mktemp("layouts")
     roster = root / "canvas-roster.csv"
-    rows = [CANVAS_COLUMNS + ["Inference scaling (77)"], ["    Points Possible", "", "", "", "", "3"]]
+    rows = [CANVAS_COLUMNS + ["Inference scaling (77)"], ["    Points Possible", "", "", "", "", "6"]]
     rows += [[v[3].split()[1] + ", " + v[3].split()[0], v[2], f"S{v[2]}", s, "Sec 1"] for s, v in CLASS.items()]
     rows += [["Gone, Eve", "1005", "S1005", "eve", "Sec 2"], ["Student, Test", "9999", "", "", ""]]
     with roster.open("w", newline="") as handle:
@@ -194,7 +194,8 @@ def test_canvas_export_is_an_importable_gradebook_with_comment_files(batches, tm
     with (target / "gradebook.csv").open(newline="") as handle:
         rows = list(csv.reader(handle))
     assert rows[0][:5] == CANVAS_COLUMNS and rows[0][5] == "Inference scaling (77)"
-    assert rows[1][0].strip() == "Points Possible" and rows[1][5] == "3"
+    # the assignment's points: three exercises and the written questions' three (lessons/inference-scaling/lesson.toml)
+    assert rows[1][0].strip() == "Points Possible" and rows[1][5] == "6"
     scores = {row[1]: row[5] for row in rows[2:]}
     flat = _verdicts(done["flat"][1])
     assert scores == {CLASS[s][2]: f"{flat[s][1]:g}" for s in CLASS} | {"1005": ""}
@@ -213,7 +214,7 @@ def test_prairielearn_export_follows_its_schema(batches, tmp_path):
         data = json.loads((target / student / "results.json").read_text())
         jsonschema.validate(data, schema)
         assert all(t["points"] <= t["max_points"] for t in data["tests"])
-        assert data["score"] == pytest.approx(flat[student][1] / 3)
+        assert data["score"] == pytest.approx(flat[student][1] / 6)  # of 3 exercise and 3 written points
 
 
 def test_a_rejected_result_is_not_gradable_on_prairielearn_and_scores_zero_on_gradescope():

@@ -319,3 +319,22 @@ def test_two_graders_at_once_keep_both_decisions_with_who_and_when(out):
         first.close()
         second.close()
     assert json.loads((out / "results" / "ada.json").read_text())["score"] == 4.5  # 3 autograded + 1.5
+
+
+def test_a_lesson_without_written_questions_or_late_policy_grades_exactly_as_before():
+    import dataclasses
+
+    from grader.judge.judge import ExerciseResult
+    from grader.lesson import lessons
+    from grader.result import joining
+    from grader.result.manual import Decisions, Override
+    from grader.result.record import GradeResult
+
+    plain = dataclasses.replace(lessons.get(LESSON), written=(), late=None)
+    exercises = tuple(ExerciseResult(ex.id, "passed", 1.0, 1.0, ex.kind) for ex in plain.exercises)
+    result = GradeResult(status="graded", lesson=LESSON, student="ada", score=3.0, max_score=3.0, exercises=exercises)
+    assert joining.joined(result, plain) is result and "manual" not in result.to_dict()
+    overridden = joining.joined(result, plain, Decisions(overrides={"crossover": Override("crossover", 0.25, "why")}))
+    assert (overridden.score, overridden.max_score) == (2.25, 3.0)  # by hand: 1 + 0.25 + 1
+    assert overridden.manual is not None and overridden.manual.overrides[0].autograded == 1.0
+    assert joining.joined(overridden, plain) == dataclasses.replace(result, score=3.0)  # the override taken back

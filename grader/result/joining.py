@@ -44,15 +44,15 @@ def joined(result: GradeResult, lesson: Lesson, decisions: Decisions = NONE) -> 
     replaced = {o.exercise: o.score for o in overrides}
     exercises = sum(replaced.get(ex.id, ex.score) for ex in result.exercises)
     written = tuple(_graded(lesson, q.cell, q.points, decisions) for q in lesson.written)
-    before = round(exercises + sum(w.points or 0.0 for w in written), 4)
+    before = exercises + sum(w.points or 0.0 for w in written)
     late = None
     if lesson.late is not None:
         days = lesson.late.days_late(late_mark, submitted_at, decisions.extension_days)
         percent = lesson.late.percent(days)
         if days > 0 or late_mark:
-            late = LateCharge(days, percent, round(before * percent / 100, 4), late_mark, submitted_at,
+            late = LateCharge(days, percent, before * percent / 100, late_mark, submitted_at,
                               decisions.extension_days)
-    score = round(before - (late.points if late else 0.0), 4)
+    score = before - (late.points if late else 0.0)
     return dataclasses.replace(result, score=score, max_score=lesson.max_score,
                                manual=Manual(autograded, before, written, overrides, late))
 
