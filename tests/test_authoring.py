@@ -41,7 +41,8 @@ def test_the_guide_holds_a_whole_lesson():
                      "solutions/kv-cache/hidden.py"}
     text = GUIDE.read_text()
     for form in ("call", "value", "expect", "decimals", "rtol", "atol", "raises", "accepts", "property", "recompute",
-                 "scoring", "needs", "points", "kind", "{ array =", "{ normal =", "{ kernel =", "hint", "varies"):
+                 "scoring", "needs", "points", "kind", "{ array =", "{ normal =", "{ kernel =", "hint", "varies",
+                 "[[written]]", "rubric", "[late]", "percent_per_day", "cutoff_days", "due"):
         assert f"`{form}" in text, form  # every case form and encoding is described
 
 

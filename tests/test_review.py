@@ -338,3 +338,17 @@ def test_a_lesson_without_written_questions_or_late_policy_grades_exactly_as_bef
     assert (overridden.score, overridden.max_score) == (2.25, 3.0)  # by hand: 1 + 0.25 + 1
     assert overridden.manual is not None and overridden.manual.overrides[0].autograded == 1.0
     assert joining.joined(overridden, plain) == dataclasses.replace(result, score=3.0)  # the override taken back
+
+
+def test_a_written_question_is_refused_when_its_rubric_cannot_reach_its_points_or_names_no_cell(tmp_path):
+    from grader.base.errors import LessonError
+    from grader.lesson import written
+
+    item = {"id": "a", "points": 0.5, "text": "half"}
+    with pytest.raises(LessonError, match="worth 1 points, but its rubric's positive items add up to 0.5"):
+        written.questions({"written": [{"cell": "why", "points": 1, "rubric": [item]}]}, "lesson.toml", {"why"})
+    with pytest.raises(LessonError, match="names no prediction or explanation cell"):
+        written.questions({"written": [{"cell": "nope", "points": 0.5, "rubric": [item]}]}, "lesson.toml", {"why"})
+    with pytest.raises(LessonError, match="repeats a rubric item id"):
+        written.questions({"written": [{"cell": "why", "points": 0.5, "rubric": [item, item]}]}, "lesson.toml", {"why"})
+    assert written.questions({"written": [{"cell": "why", "points": 0.5, "rubric": [item]}]}, "l", {"why"})[0].points == 0.5

@@ -82,6 +82,10 @@ def questions(spec: dict[str, Any], spec_path: Any, cells: set[str]) -> tuple[Qu
         ids = [item.id for item in rubric]
         if len(set(ids)) != len(ids):
             raise LessonError(f"{spec_path}: written question '{entry['cell']}' repeats a rubric item id")
+        reachable = sum(item.points for item in rubric if item.points > 0)
+        if reachable < float(entry["points"]):
+            raise LessonError(f"{spec_path}: written question '{entry['cell']}' is worth {entry['points']:g} points, but "
+                              f"its rubric's positive items add up to {reachable:g}")
         if entry["cell"] not in cells:
             raise LessonError(f"{spec_path}: written question '{entry['cell']}' names no prediction or explanation "
                               f"cell of the scaffold (known: {', '.join(sorted(cells)) or 'none'})")
