@@ -352,3 +352,26 @@ def test_a_written_question_is_refused_when_its_rubric_cannot_reach_its_points_o
     with pytest.raises(LessonError, match="repeats a rubric item id"):
         written.questions({"written": [{"cell": "why", "points": 0.5, "rubric": [item, item]}]}, "lesson.toml", {"why"})
     assert written.questions({"written": [{"cell": "why", "points": 0.5, "rubric": [item]}]}, "l", {"why"})[0].points == 0.5
+
+
+@pytest.mark.kernel
+def test_a_regrade_of_the_autograded_part_keeps_the_instructors_part(out, batch):
+    from grader.classroom.review import Review
+
+    review = Review(out, "ta")
+    try:
+        review.decide("explanation", ["ada"], [], points=2.0)
+        review.override("ben", "crossover", 0.5, "hard-coded the seed's classes")
+    finally:
+        review.close()
+    _batch(batch.parent / "in", out, "--regrade")
+    import sqlite3
+
+    with sqlite3.connect(out / "gradebook.sqlite") as db:  # every grade was made again: the old rows are history
+        assert db.execute("SELECT count(*) FROM history").fetchone()[0] == len(ANSWERS)
+    db.close()
+    ada = json.loads((out / "results" / "ada.json").read_text())
+    ben = json.loads((out / "results" / "ben.json").read_text())
+    assert ada["score"] == 5.0 and ben["score"] == 2.5  # by hand: 3 + 2 written; 3 - 1 + 0.5 overridden
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
+    assert (rows["ada"]["score"], rows["ben"]["score"]) == ("5.0", "2.5")
