@@ -375,3 +375,29 @@ def test_a_regrade_of_the_autograded_part_keeps_the_instructors_part(out, batch)
     assert ada["score"] == 5.0 and ben["score"] == 2.5  # by hand: 3 + 2 written; 3 - 1 + 0.5 overridden
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
     assert (rows["ada"]["score"], rows["ben"]["score"]) == ("5.0", "2.5")
+
+
+@pytest.mark.kernel
+def test_what_a_student_wrote_cannot_end_the_pages_script_and_a_linked_store_is_refused(out, tmp_path):
+    from grader.base.errors import GraderError
+    from grader.classroom import review_store
+    from grader.classroom.review import Review, page_data
+
+    hostile = "</script><script>alert(1)</script> & <!-- \u2028"
+    path = out / "results" / "cleo.json"
+    data = json.loads(path.read_text())
+    next(e for e in data["explanations"] if e["cell_id"] == "prediction")["text"] = hostile
+    path.write_text(json.dumps(data))
+    review = Review(out, "ta")
+    try:
+        shown = page_data(review)
+    finally:
+        review.close()
+    assert "</script" not in shown and "<!--" not in shown and "&" not in shown.replace("\\u0026", "")
+    texts = [a["text"] for q in json.loads(shown)["questions"] for g in q["groups"] for a in g["answers"]]
+    assert hostile in texts  # the page shows it as written (as text: the page never parses it as HTML)
+    (out / review_store.NAME).unlink()
+    (out / review_store.NAME).symlink_to(tmp_path / "elsewhere.sqlite")
+    with pytest.raises(GraderError, match="not a plain file"):
+        Review(out, "ta")
+    assert not (tmp_path / "elsewhere.sqlite").exists()

@@ -72,7 +72,11 @@ class Review:
             raise GraderError(f"{self.out}: a review needs the results of one lesson (found {', '.join(ids) or 'none'})")
         self.lesson = lessons.get(ids[0])
         self.grader = grader
-        self.store = review_store.Store(self.out)
+        try:
+            self.store = review_store.Store(self.out)
+        except GraderError:
+            self.book.close()
+            raise
         self.members = review_join.members_of(self.out)
         self.graded = {row["student"]: row for row in rows if row.get("status") == "graded"}
         self.answers = self._read_answers()
