@@ -390,9 +390,12 @@ def test_what_a_student_wrote_cannot_end_the_pages_script_and_a_linked_store_is_
     path.write_text(json.dumps(data))
     review = Review(out, "ta")
     try:
+        review.decide("explanation", ["cleo"], [], comment="=HYPERLINK(1)\x1b[2J", points=1.0)
         shown = page_data(review)
     finally:
         review.close()
+    said = next(w for w in json.loads(path.read_text())["manual"]["written"] if w["question"] == "explanation")
+    assert said["comment"] == "=HYPERLINK(1)\\x1b[2J"  # a grader's escape sequence is kept as visible text
     assert "</script" not in shown and "<!--" not in shown and "&" not in shown.replace("\\u0026", "")
     texts = [a["text"] for q in json.loads(shown)["questions"] for g in q["groups"] for a in g["answers"]]
     assert hostile in texts  # the page shows it as written (as text: the page never parses it as HTML)

@@ -154,7 +154,7 @@ class Review:
         if points is not None and not 0 <= points <= question.points:
             raise GraderError(f"{points:g} points is outside question {cell!r}'s range 0 to {question.points:g}")
         decision = WrittenGrade(cell, tuple(dict.fromkeys(items)), None if items else points, question.points,
-                                comment[:4000], grader or self.grader, review_store.now())
+                                _plain(comment, 4000), _plain(grader or self.grader, 200), review_store.now())
         self.store.decide(self.lesson.id, students, decision)
         for student in students:
             self.answers[cell][student].decision = decision
@@ -192,7 +192,8 @@ class Review:
             raise GraderError(f"{score:g} is outside exercise {exercise!r}'s range 0 to {found.points:g}")
         if score is not None and not reason.strip():
             raise GraderError("an override needs a reason (--reason), and the report shows it")
-        made = Override(exercise, score, reason.strip()[:1000], self.grader, review_store.now()) if score is not None else None
+        made = (Override(exercise, score, _plain(reason.strip(), 1000), _plain(self.grader, 200), review_store.now())
+                if score is not None else None)
         self.store.override(self.lesson.id, student, made, exercise, self.grader)
         self._join(student)
 
@@ -254,6 +255,12 @@ class Review:
         return cell, student, items, points, row["comment"], row["grader"].strip() or self.grader
 
 
+def _plain(text: str, limit: int) -> str:
+    """A grader's words as they will be shown everywhere (reports, CSV, a platform's comments, a terminal): control
+    characters made visible text, never obeyed, and a bounded length."""
+    return escape.terminal(text[:limit])
+
+
 def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
     """The import's rows (numbered as a spreadsheet numbers them), or one line saying why the file is not one."""
     try:
@@ -275,9 +282,9 @@ def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
 def page_data(review: Review) -> str:
     """What the page's script starts from, as JSON (escaped for a <script> element), as the store holds it now."""
     review.reread()
+    item_points = review.store.item_points(review.lesson.id)
     questions = [{"cell": q.cell, "title": q.title, "points": q.points,
-                  "rubric": [{"id": i.id, "points": review.store.item_points(review.lesson.id).get((q.cell, i.id),
-                                                                                              i.points), "text": i.text}
+                  "rubric": [{"id": i.id, "points": item_points.get((q.cell, i.id), i.points), "text": i.text}
                              for i in q.rubric],
                   "groups": [{"key": g.key, "label": g.label,
                               "answers": [{"student": a.student, "name": a.name, "text": a.text[:20000],
