@@ -24,6 +24,7 @@ from grader.judge import mistakes
 from grader.lesson import lessons
 from grader.lesson.folders import course_folder
 from grader.report import figure, manual_view
+from grader.result import gradebook
 from grader.result.evidence import Evidence, Shown
 from grader.result.record import INTERNAL_ERROR
 from grader.run.decoded import Opaque
@@ -312,9 +313,11 @@ def markdown_environment() -> jinja2.Environment:
 
 def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
                    changes: list[Any] | None = None, similar: Any = None) -> dict[str, Any]:
-    """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students."""
+    """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students. `results` are
+    the gradebook's summaries (gradebook.summary); a whole result is summarised first."""
     from collections import Counter
 
+    results = [gradebook.summary(r) if "environment" in r else r for r in results]
     graded = [r for r in results if r["status"] == "graded"]
     max_score = lesson.max_score
     bins = Counter(int(math.floor(r["score"] + 1e-9)) for r in graded)
@@ -356,18 +359,11 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
 
 
 def _manual_cells(r: dict[str, Any]) -> dict[str, Any]:
-    """A dashboard row's instructor's part, from a gradebook summary or a whole result alike."""
+    """A dashboard row's instructor's part, from its gradebook summary."""
     part = mapping(r, "manual")
-    written, late = part.get("written"), mapping(part, "late")
-    if isinstance(written, list):  # a whole result
-        pending = any(isinstance(w, dict) and w.get("points") is None for w in written)
-        penalty, percent = late.get("points"), late.get("percent")
-        overrides = {o.get("exercise"): o.get("reason") for o in part.get("overrides") or [] if isinstance(o, dict)}
-    else:
-        pending = None in (written or {}).values()
-        penalty, percent = part.get("penalty"), part.get("late_percent")
-        overrides = {e["id"]: e["override"] for e in r.get("exercises") or [] if e.get("override")}
-    return {"pending": pending, "penalty": penalty, "late_percent": percent, "overrides": overrides}
+    return {"pending": None in mapping(part, "written").values(), "penalty": part.get("penalty"),
+            "late_percent": part.get("late_percent"),
+            "overrides": {e["id"]: e["override"] for e in r.get("exercises") or [] if e.get("override")}}
 
 
 DASHBOARD_PAIRS = 50
