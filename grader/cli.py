@@ -1,4 +1,4 @@
-"""Command line: grade, check, release, validate, new, build-solution and keys here; the class's commands (batch,
+"""Command line: grade, check, release, validate, course, new, build-solution and keys here; the class's commands (batch,
 similarity, export, review, portfolio, cluster, verify and the hidden gradescope-run) in cli_class.py. Each command calls one
 library function and one renderer, importing only what it uses (`batch` starts its kernel template before the grading
 machinery, so the two overlap). User errors are caught in one place, `cli_flags.Main.invoke`.
@@ -31,8 +31,8 @@ from grader.cli_flags import (
 @click.group(cls=Main)
 @click.option("--course", type=click.Path(exists=True, file_okay=False, path_type=Path), callback=course_option,
               expose_value=False, is_eager=True,
-              help="The course folder (lessons/, solutions/, templates/); default: GRADER_COURSE, else the checkout "
-                   "or the installed lessons.")
+              help="The course folder (course.toml, lessons/, solutions/, templates/, private/); default: "
+                   "GRADER_COURSE, else the nearest course.toml above the working directory, else the checkout.")
 def main() -> None:
     """Grade notebooks of the inference-serving course."""
 
@@ -117,12 +117,25 @@ def release_cmd(lesson_id: str, out_dir: Path, per_student: bool, roster: Path |
 @main.command("validate")
 @click.argument("lesson_id")
 @click.option("--draws", type=click.IntRange(0, 1000), default=0, help="Ask the reference N more hidden draws.")
+@click.option("--under-load", "runs", type=click.IntRange(2, 50),
+              help="Instead: grade the reference and a declared mistake N times each beside busy processes, and say "
+                   "when a score moves.")
+@click.option("--busy", type=click.IntRange(0, 64), default=2, show_default=True,
+              help="--under-load: how many spinning processes.")
+@click.option("--mistake", help="--under-load: the declared mistake to grade (default: the first).")
 @sandbox_options
-def validate_cmd(lesson_id: str, draws: int, **flags: Any) -> None:
-    """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes."""
+def validate_cmd(lesson_id: str, draws: int, runs: int | None, busy: int, mistake: str | None, **flags: Any) -> None:
+    """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes; --under-load N: no point moves
+    with the machine's load."""
     from grader import validate
     from grader.report import render_text
 
+    if runs:
+        from grader import steady
+
+        held = steady.under_load(lesson_id, options_from(**flags), runs, busy, mistake)
+        echo(render_text.steadiness_text(held))
+        sys.exit(EXIT_UNSOUND if held.problems else EXIT_OK)
     outcome = validate.validate(lesson_id, options_from(**flags), draws=draws)
     echo(render_text.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
@@ -135,12 +148,21 @@ def keys_group() -> None:
 
 @keys_group.command("init")
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
-              help="Where to make course.key and course.pub (default: your config folder).")
+              help="Where to make course.key and course.pub (default: the course's private/ folder).")
 def keys_init_cmd(folder: Path | None) -> None:
     """Make the course key pair (Ed25519) and the course secret; an existing one is never overwritten."""
     from grader.result import seeds
 
     echo("\n".join(seeds.init_course(folder)))
+
+
+@main.command("course")
+def course_cmd() -> None:
+    """The course in force: its folder, where each piece of its private state lives, and its policy per lesson."""
+    from grader.report import render_text
+    from grader.result import state
+
+    echo(render_text.course_text(state.describe()))
 
 
 @main.command("new")

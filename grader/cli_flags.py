@@ -112,7 +112,7 @@ def sandbox_options(fn: Any) -> Any:
 
 def course_option(ctx: click.Context, param: Any, value: Path | None) -> Path | None:
     if value is not None:
-        if not (value / "lessons").is_dir() and not (value / "solutions").is_dir():
-            raise click.BadParameter(f"{value} holds neither lessons/ nor solutions/")
+        if not any((value / name).exists() for name in ("lessons", "solutions", "course.toml")):
+            raise click.BadParameter(f"{value} holds no course.toml, lessons/ or solutions/: not a course folder")
         os.environ["GRADER_COURSE"] = str(value.resolve())  # batch workers and cluster tasks inherit it
     return value

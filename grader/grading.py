@@ -168,10 +168,8 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     submission = load.read(path, student)
     lesson = lessons.get(_lesson_id(lesson_id, submission))
     restored, release = releases.restore(lesson, submission.notebook)
-    numbers = dict(options.variant) if options.variant is not None else variants.graded_numbers(lesson, submission.student)
-    held: dict[str, float] = {}
-    if numbers is not None:
-        restored, held = variants.applied(lesson, restored, numbers)
+    restored, numbers, held = variants.own_numbers(lesson, restored, submission.student, Path(submission.path).name,
+                                                   options)
     submission = dataclasses.replace(submission, notebook=restored)
     seed, seed_from = _seed(lesson, submission.student, options)
     hash_seed = hash_seed_for(options, seed)
@@ -183,7 +181,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
     verdicts = _verdicts(lesson, plans, probes, executed, submission, options, numbers)
     notes, verdicts = _noted(lesson, submission, release, verdicts)
-    notes[:0] = _held_elsewhere(submission, numbers, held)
+    notes[:0] = variants.held_elsewhere(submission.notebook, submission.student, numbers, held)
     shown = _evidence(lesson, plans, probes)
     values = _values(lesson, ran.evidence_plan, probe.collect(
         ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, SKIPPED), nonce, options.limits.probe_payload_bytes))
@@ -221,16 +219,6 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                            for e in submission.explanations),
         notebook=executed.notebook,
     ), lesson)
-
-
-def _held_elsewhere(submission: load.Submission, numbers: dict[str, float] | None, held: dict[str, float]) -> list[str]:
-    """A note when the notebook holds another handout's numbers (it is graded on the student's own)."""
-    if numbers is None or not held or held == numbers:
-        return []
-    owner = (submission.notebook.metadata.get("grader") or {}).get("student")
-    return [f"this notebook holds the numbers of another handout ({variants.shown(held)}"
-            + (f", handed out to {owner}" if isinstance(owner, str) and owner != submission.student else "")
-            + f"); it was graded on {submission.student}'s own numbers ({variants.shown(numbers)})"]
 
 
 def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.ExercisePlan], options: Options,

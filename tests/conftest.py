@@ -100,6 +100,33 @@ def _own_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["GRADER_CACHE"] = str(tmp_path_factory.mktemp("grader-cache"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_course(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The suite grades as a course of its own (the checkout's course.toml, lessons from the checkout) whose private
+    state lives in a folder of the session's, and with a config folder of its own: no test reads or writes the
+    checkout's private/ or the user's keys."""
+    home = tmp_path_factory.mktemp("course")
+    (home / "course.toml").write_bytes((HERE.parent / "course.toml").read_bytes())
+    os.environ["GRADER_COURSE"] = str(home)
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    for name in ("GRADER_KEY", "GRADER_SECRET"):
+        os.environ.pop(name, None)
+
+
+@pytest.fixture
+def own_course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Path]:
+    """A course folder of this test's (a course.toml; lessons from the checkout), made the course in force."""
+    def make(name: str = "course", toml: str = "", use: bool = True) -> Path:
+        home = tmp_path / name
+        home.mkdir()
+        (home / "course.toml").write_text(f'name = "{name}"\ntimezone = "UTC"\n' + toml)
+        if use:
+            monkeypatch.setenv("GRADER_COURSE", str(home))
+        return home
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     """Session-wide cache of graded submissions."""
@@ -127,16 +154,19 @@ def statuses(result: dict[str, Any]) -> dict[str, str]:
 
 @pytest.fixture
 def course_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """A course key made by `grader keys init` in a config folder of its own; GRADER_KEY unset."""
+    """A course key made by `grader keys init` in the private folder of a course of its own; GRADER_KEY unset."""
     from click.testing import CliRunner
 
     from grader import cli
 
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    home = tmp_path / "keyed-course"
+    home.mkdir()
+    (home / "course.toml").write_text('name = "keyed course"\ntimezone = "UTC"\n')
+    monkeypatch.setenv("GRADER_COURSE", str(home))
     monkeypatch.delenv("GRADER_KEY", raising=False)
     made = CliRunner().invoke(cli.main, ["keys", "init"])
     assert made.exit_code == 0, made.output
-    folder = tmp_path / "config" / "inference-grader"
+    folder = home / "private"
     return folder / "course.key", folder / "course.pub"
 
 

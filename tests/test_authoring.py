@@ -38,11 +38,12 @@ def _guide_files() -> list[tuple[str, str]]:
 def test_the_guide_holds_a_whole_lesson():
     names = {name for name, _ in _guide_files()}
     assert names == {"lessons/kv-cache/lesson.toml", "lessons/kv-cache/scaffold.py", "solutions/kv-cache/answers.py",
-                     "solutions/kv-cache/hidden.py"}
+                     "solutions/kv-cache/hidden.py", "course.toml"}
     text = GUIDE.read_text()
     for form in ("call", "value", "expect", "decimals", "rtol", "atol", "raises", "accepts", "property", "recompute",
                  "scoring", "needs", "points", "kind", "{ array =", "{ normal =", "{ kernel =", "hint", "varies",
-                 "[[written]]", "rubric", "[late]", "percent_per_day", "cutoff_days", "due"):
+                 "[[written]]", "rubric", "[late]", "percent_per_day", "cutoff_days", "due", "timezone",
+                 "[submissions]", "cooldown_minutes", "max_graded"):
         assert f"`{form}" in text, form  # every case form and encoding is described
 
 

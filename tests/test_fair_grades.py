@@ -53,16 +53,17 @@ def test_a_secret_too_short_or_unreadable_is_one_line(tmp_path, monkeypatch):
         seeds.course_secret()
 
 
-def test_keys_init_makes_the_secret_once_and_adds_it_beside_an_older_key(tmp_path, monkeypatch):
+def test_keys_init_makes_the_secret_once_and_adds_it_beside_an_older_key(tmp_path, monkeypatch, own_course):
     from click.testing import CliRunner
 
     from grader import cli
 
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    home = own_course()
     monkeypatch.delenv("GRADER_SECRET", raising=False)
     made = CliRunner().invoke(cli.main, ["keys", "init"])
-    path = tmp_path / "inference-grader" / "course.secret"
+    path = home / "private" / "course.secret"  # the course's own private folder, owner-only
     assert made.exit_code == 0 and str(path) in made.output and oct(path.stat().st_mode & 0o777) == "0o600"
+    assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
     before = path.read_bytes()
     path.unlink()
     again = CliRunner().invoke(cli.main, ["keys", "init"])  # the key exists: only the missing secret is made
@@ -115,7 +116,7 @@ def test_gradescope_grades_the_same_student_with_the_same_seed(tmp_path, secret)
     bundle = gradescope.bundle(LESSON, tmp_path / "gs") / "autograder.zip"
     root = tmp_path / "autograder"
     gradescope.unpack_bundle(bundle, root)
-    assert (root / "source" / "course" / "solutions" / "course.secret").read_bytes() == secret.read_bytes()
+    assert (root / "source" / "course" / "private" / "course.secret").read_bytes() == secret.read_bytes()
     (root / "submission").mkdir()
     shutil.copy(SAMPLES / "ben.py", root / "submission" / "ben.py")
     (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "1002", "email": "b@x.edu"}]}))

@@ -69,6 +69,6 @@ def test_release_and_check_from_another_folder(installed, tmp_path):
     assert "dynamic-batching: 0 / 7" in graded.stdout  # four exercises and three written points (not graded yet)
 
 
-def test_a_course_folder_must_hold_lessons_or_solutions(installed, tmp_path):
+def test_a_course_folder_must_hold_a_course_toml_lessons_or_solutions(installed, tmp_path):
     bad = _grader(installed, tmp_path, "--course", str(tmp_path), "validate", "dynamic-batching")
-    assert bad.returncode == 2 and "holds neither lessons/ nor solutions/" in bad.stderr
+    assert bad.returncode == 2 and "holds no course.toml, lessons/ or solutions/" in bad.stderr

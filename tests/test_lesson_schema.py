@@ -60,7 +60,14 @@ def test_wrong_types_and_values_are_refused():
 def test_a_case_must_name_call_or_value_but_not_both():
     def both(spec):
         spec["exercises"][0]["cases"][0]["value"] = "x"
-    assert _broken(both) == "exercises[0] (batch-sweep).cases[0]: a case names exactly one of `call` and `value`"
+    said = "exercises[0] (batch-sweep).cases[0]: a case names exactly one of `call`, `value` and `evaluate` (with its `reference`)"
+    assert _broken(both) == said
+
+    def evaluate_alone(spec):  # an expression needs the reference function that answers it
+        case = spec["exercises"][0]["cases"][0]
+        del case["call"]
+        case["evaluate"] = "sweep(args[0])"
+    assert _broken(evaluate_alone) == said
 
 
 def test_timings_need_their_field_names():

@@ -32,8 +32,10 @@ def test_an_expectation_of_none_is_still_an_expectation():
 
 
 def test_a_case_that_names_nothing_is_a_lesson_error():
-    with pytest.raises(LessonError, match="names neither `call` nor `value`"):
+    with pytest.raises(LessonError, match="names none of `call`, `value` and `evaluate`"):
         lessons.case_from_spec({"args": [1]})
+    with pytest.raises(LessonError, match="names the reference function that answers it"):
+        lessons.case_from_spec({"evaluate": "f(args[0])", "args": [1]})
 
 
 def test_an_unknown_lesson_suggests_the_closest_one():

@@ -60,15 +60,16 @@ def batch(tmp_path_factory, course_key_module):
 @pytest.fixture(scope="module")
 def course_key_module(tmp_path_factory):
     """A course key for the module (results are signed, so a re-signed one can be verified)."""
-    config = tmp_path_factory.mktemp("config")
+    home = tmp_path_factory.mktemp("signed-course")
+    (home / "course.toml").write_text('name = "signed course"\ntimezone = "UTC"\n')
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CONFIG_HOME", str(config))
+        patch.setenv("GRADER_COURSE", str(home))
         patch.delenv("GRADER_KEY", raising=False)
         from grader import cli
 
         made = CliRunner().invoke(cli.main, ["keys", "init"])
         assert made.exit_code == 0, made.output
-        yield config / "inference-grader"
+        yield home / "private"
 
 
 @pytest.fixture
@@ -181,8 +182,8 @@ def _course_with_late_policy(tmp_path: Path) -> Path:
     course = tmp_path / "course"
     shutil.copytree(ROOT / "lessons" / LESSON, course / "lessons" / LESSON)
     shutil.copytree(ROOT / "solutions" / LESSON, course / "solutions" / LESSON)
-    with (course / "lessons" / LESSON / "lesson.toml").open("a") as toml:
-        toml.write("\n[late]\npercent_per_day = 10\ncutoff_days = 3\n")
+    (course / "course.toml").write_text(f'name = "late course"\ntimezone = "Europe/Vienna"\n'
+                                        f'[lessons.{LESSON}.late]\npercent_per_day = 10\ncutoff_days = 3\n')
     return course
 
 
@@ -234,15 +235,17 @@ def test_an_override_and_a_late_penalty_show_in_the_report_the_dashboard_and_the
 
 
 def test_a_late_policy_counts_days_from_a_submission_time_and_cuts_off():
-    from grader.lesson.written import LatePolicy
+    import datetime as dt
 
-    policy = LatePolicy(percent_per_day=10, cutoff_days=3, due="2026-12-01T23:59:00+00:00")
+    from grader.lesson.course import LatePolicy, LessonPolicy
+
+    policy = LessonPolicy(dt.datetime(2026, 12, 1, 23, 59, tzinfo=dt.UTC), LatePolicy(percent_per_day=10, cutoff_days=3))
     assert policy.days_late(False, "2026-12-01T23:00:00+00:00") == 0
     assert policy.days_late(False, "2026-12-02T00:30:00+00:00") == 1  # half an hour late is a day late
     assert policy.days_late(False, "2026-12-04T12:00:00+00:00") == 3
     assert policy.days_late(False, "2026-12-04T12:00:00+00:00", extension_days=2) == 1
     assert policy.days_late(True, "") == 1 and policy.days_late(True, "", extension_days=1) == 0
-    assert [policy.percent(d) for d in (0, 1, 3, 4)] == [0, 10, 30, 100]  # after three days: nothing left
+    assert [policy.late.percent(d) for d in (0, 1, 3, 4)] == [0, 10, 30, 100]  # after three days: nothing left
 
 
 @pytest.mark.kernel
@@ -330,7 +333,7 @@ def test_a_lesson_without_written_questions_or_late_policy_grades_exactly_as_bef
     from grader.result.manual import Decisions, Override
     from grader.result.record import GradeResult
 
-    plain = dataclasses.replace(lessons.get(LESSON), written=(), late=None)
+    plain = dataclasses.replace(lessons.get(LESSON), written=())
     exercises = tuple(ExerciseResult(ex.id, "passed", 1.0, 1.0, ex.kind) for ex in plain.exercises)
     result = GradeResult(status="graded", lesson=LESSON, student="ada", score=3.0, max_score=3.0, exercises=exercises)
     assert joining.joined(result, plain) is result and "manual" not in result.to_dict()

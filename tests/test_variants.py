@@ -21,12 +21,12 @@ STUDENTS = ("1001", "1002", "1003", "1004")
 
 
 @pytest.fixture
-def course(tmp_path, monkeypatch):
-    """A course secret of its own (the record of per-student lessons lands beside it) and a class list."""
-    secret = tmp_path / "keys" / "course.secret"
-    secret.parent.mkdir()
-    secret.write_text("a secret for the variants tests, long enough\n")
-    monkeypatch.setenv("GRADER_SECRET", str(secret))
+def course(tmp_path, monkeypatch, own_course):
+    """A course folder of its own with a secret in its private state (the record of per-student lessons lands
+    beside it), and a class list."""
+    home = own_course()
+    (home / "private").mkdir(mode=0o700)
+    (home / "private" / "course.secret").write_text("a secret for the variants tests, long enough\n")
     roster = tmp_path / "roster.csv"
     roster.write_text("id,name\n" + "".join(f"{s},Student {s}\n" for s in STUDENTS))
     return roster
@@ -119,15 +119,14 @@ def test_each_student_gets_full_marks_on_their_numbers_and_a_borrowed_handout_is
 
 
 @pytest.mark.kernel
-def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, course, monkeypatch):
+def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, course, own_course):
     CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
                                   str(tmp_path / "handouts")])
     lesson = lessons.get(LESSON)
     own = next(s for s in STUDENTS if nbformat.read(tmp_path / "handouts" / f"{s}.ipynb", as_version=4)
                .metadata["grader"]["public"] != variants.public_figures(lesson, variants.defaults(lesson)))
     path = write(_filled(nbformat.read(tmp_path / "handouts" / f"{own}.ipynb", as_version=4)), tmp_path / "mine.ipynb")
-    monkeypatch.delenv("GRADER_SECRET")  # a student's machine: no secret, no record of per-student lessons
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "student-config"))
+    own_course("student")  # a student's machine: no secret, no record of per-student lessons
     assert not variants.enabled(LESSON)
     result = grading.grade(path, LESSON, grading.Options(public_only=True)).to_dict()
     assert {e["id"]: e["status"] for e in result["exercises"]} == {ex.id: "passed" for ex in lesson.exercises}

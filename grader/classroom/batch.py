@@ -13,7 +13,6 @@ import contextlib
 import ctypes
 import errno
 import gc
-import hashlib
 import itertools
 import json
 import multiprocessing
@@ -33,7 +32,7 @@ from grader import grading, validate
 from grader.base import files, host
 from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
-from grader.classroom import certs, review_join, review_store, similarity
+from grader.classroom import certs, recording, review_join, review_store, similarity
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
 from grader.lesson import lessons
@@ -78,23 +77,6 @@ def _die_with_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def digest(path: Path) -> str:
-    """SHA-256 of the file, as load.read computes it (never through a link; "" for what cannot be read)."""
-    try:
-        return hashlib.sha256(files.read_regular(path)).hexdigest()
-    except OSError:
-        return ""
-
-
-def _entry_digest(entry: layouts.Entry) -> str:
-    """The gradebook's key for what a student handed in: a digest of its file (or files), or of why none was read."""
-    if entry.refused:
-        return hashlib.sha256(entry.refused.encode("utf-8", "backslashreplace")).hexdigest()
-    if len(entry.paths) == 1:
-        return digest(entry.paths[0])
-    return hashlib.sha256("".join(digest(p) for p in sorted(entry.paths)).encode()).hexdigest()  # several files
-
-
 @dataclass
 class _Plan:
     """A batch decided before its first grade: what to grade, with which options, into which gradebook."""
@@ -103,7 +85,8 @@ class _Plan:
     book: gradebook.Gradebook
     todo: list[layouts.Entry]
     clashes: list[layouts.Entry]
-    skipped: int
+    skipped: list[str]
+    """Students recorded already with the same digest: not graded again, their grade joined again."""
     jobs: int
     options: Options
     signing: bool
@@ -179,7 +162,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     complete = False
     store = review_store.Store(out) if review_store.exists(out) else None  # decisions a rerun keeps
     try:
-        for entry, graded in itertools.chain(_clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
+        for entry, graded in itertools.chain(recording.clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
             graded = _arrived(graded, plan, entry, lesson, members, store)
             worker, storing = graded.worker, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
@@ -191,6 +174,9 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             _tally(counts, named, entry.student, data)
             if bar:
                 bar.step(entry.student, data)
+        if not plan.regrading:  # a changed late policy, due date, extension or decision applies without a kernel
+            named["moved"] = review_join.moved(out, lesson, plan.skipped, store, members or review_join.members_of(out),
+                                               plan.book)
         complete = True
     finally:
         review_store.close(store)
@@ -199,13 +185,18 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
             files.write_text(out / "profile.json", json.dumps(
                 {"jobs": plan.jobs, "seconds": round(time.monotonic() - submitted, 3),
                  "cpu": host.cpu_use(cpu_before, host.cpu_times()), "submissions": profile}, indent=1))
+    return _summary(plan, members, absent, counts, named, began)
+
+
+def _summary(plan: _Plan, members: class_list.Roster | None, absent: list[dict[str, Any]], counts: dict[str, int],
+             named: dict[str, list[str]], began: float) -> Summary:
     entries = {entry.student for entry in plan.found.entries}
     if members:
         named["missing"] = [row["student"] for row in absent]
         named["outside"] = [student for student in entries if members.find(student) is None]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     counts.update({key: len(named[key]) for key in ("errors", "timeouts", "failures")}, signed=int(plan.signing))
-    return Summary(total=len(entries), skipped=plan.skipped, counts=counts, seconds=time.monotonic() - began,
+    return Summary(total=len(entries), skipped=len(plan.skipped), counts=counts, seconds=time.monotonic() - began,
                    peak_mb=peak, named=named, layout=plan.found.layout,
                    ignored=plan.found.ignored + plan.found.unread,
                    names={e.student: e.name for e in plan.found.entries if e.name}
@@ -213,13 +204,13 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
 
 
 def _sorted(found: tuple[layouts.Entry, ...], book: gradebook.Gradebook, lesson_id: str,
-            regrading: str | None = None) -> tuple[list[layouts.Entry], list[layouts.Entry], int]:
-    """(to grade, to reject: several files or a refused entry, how many are recorded already: unchanged, or in a
+            regrading: str | None = None) -> tuple[list[layouts.Entry], list[layouts.Entry], list[str]]:
+    """(to grade, to reject: several files or a refused entry, the students recorded already: unchanged, or in a
     regrade, graded by this regrade already)."""
-    todo, clashes, skipped = [], [], 0
+    todo, clashes, skipped = [], [], []
     for entry in found:
-        if book.has(lesson_id, entry.student, _entry_digest(entry), regrading):
-            skipped += 1
+        if book.has(lesson_id, entry.student, recording.entry_digest(entry), regrading):
+            skipped.append(entry.student)
         elif len(entry.paths) == 1 and not entry.refused:
             todo.append(entry)
         else:
@@ -317,46 +308,15 @@ def _store_safely(out: Path, plan: _Plan, entry: layouts.Entry, graded: finish.G
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
     book = plan.book
     try:
-        return _store(out, book, entry.student, entry.paths[0], graded, key, plan.regrading)
+        return recording.store(out, book, entry.student, entry.paths[0], graded, key, plan.regrading)
     except (OSError, ValueError, TypeError, sqlite3.Error) as err:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise  # the grader's disk, not the student: stop with the reason
         student = entry.student.encode("utf-8", "backslashreplace").decode("utf-8")
         reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
         safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
-                       digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
-        return _store(out, book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
-
-
-def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
-    """A student with more than one file is rejected without guessing which one counts; one whose files could not
-    be read safely (a link, a device, a refused zip entry) is rejected with why."""
-    for entry in clashes:
-        names = ", ".join(layouts.printable(p.name) for p in entry.paths)
-        reason = entry.refused or (f"{len(entry.paths)} files for student {entry.student!r} ({names}): keep one "
-                                   "and rerun the batch")
-        result = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student)
-        yield entry, finish.Graded(replace(result, submission=names, digest=_entry_digest(entry)))
-
-
-def _store(out: Path, book: gradebook.Gradebook, student: str, path: Path, graded: finish.Graded,
-           key: Any = None, regrading: str | None = None) -> dict[str, Any]:
-    """Write one student's files, then the signed result, then the gradebook row; returns what was recorded."""
-    result = graded.result
-    if not result.digest:
-        result = replace(result, digest=digest(path))
-    if not result.graded_at:
-        result = replace(result, graded_at=result.environment.get("graded_at"))
-    drawn = finish.drawn(result) if not graded.report_html else graded  # a rejection in the parent is drawn here
-    graded = replace(graded, result=result, report_html=drawn.report_html, report_md=drawn.report_md)
-    if graded.notebook:
-        files.write_text(out / "notebooks" / f"{student}.ipynb", graded.notebook)
-    files.write_text(out / "reports" / f"{student}.html", graded.report_html)
-    files.write_text(out / "reports" / f"{student}.md", graded.report_md)
-    data = graded.sealed(key)  # the record edge: JSON from here on
-    record.write_json(data, out / "results" / f"{student}.json")
-    book.add(data, data["digest"], regrading)
-    return data
+                       digest=graded.result.digest or recording.digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
+        return recording.store(out, book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
 
 
 def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:

@@ -18,7 +18,7 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.classroom import platforms
 from grader.intake import layouts
-from grader.lesson import folders, lessons
+from grader.lesson import course, folders, lessons
 from grader.result import record, seeds, variants
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -29,10 +29,8 @@ set -u
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 PY="${{GRADER_PYTHON:-$ROOT/venv/bin/python}}"
 mkdir -p "$ROOT/results"
-# the course secret hidden cases are drawn from (root only, beside the solutions), so a resubmission, a batch and
-# a local grade of the same student's file meet the same hidden cases
-SECRET="$ROOT/source/course/solutions/{secret}"
-[ -f "$SECRET" ] && export GRADER_SECRET="$SECRET"
+# the course's private state (root only) holds the secret hidden cases are drawn from, so a resubmission, a batch
+# and a local grade of the same student's file meet the same hidden cases
 exec "$PY" -m grader --course "$ROOT/source/course" gradescope-run --root "$ROOT" --lesson {lesson}
 """
 
@@ -53,8 +51,8 @@ python3.11 -m venv /autograder/venv
 chmod a+rx /autograder /autograder/source /autograder/source/course
 chmod -R a+rX /autograder/venv /autograder/source/grader-src /autograder/source/course/lessons \
   /autograder/source/course/templates
-chown -R root:root /autograder/source/course/solutions
-chmod -R go-rwx /autograder/source/course/solutions
+chown -R root:root /autograder/source/course/solutions /autograder/source/course/private
+chmod -R go-rwx /autograder/source/course/solutions /autograder/source/course/private
 """
 
 
@@ -68,12 +66,13 @@ def bundle(lesson_id: str, target: Path) -> Path:
     checkout = package.parent
     entries: dict[str, bytes | Path] = {
         "setup.sh": SETUP_SH.encode(),
-        "run_autograder": RUN_AUTOGRADER.format(lesson=lesson.id, secret=seeds.SECRET_NAME).encode()}
+        "run_autograder": RUN_AUTOGRADER.format(lesson=lesson.id).encode(),
+        # the autograder is the course's own grading machine: it takes the course's secret (root only there) and
+        # whether the course grades this lesson per student, and nothing else of its private state (no key)
+        f"course/{course.COURSE_FILE}": _course_toml(lesson.id)}
     secret = seeds.course_secret()
     if secret is not None:
-        entries[f"course/solutions/{seeds.SECRET_NAME}"] = secret + b"\n"
-    if variants.enabled(lesson.id):  # graded per student there too (the record sits beside the secret)
-        entries[f"course/solutions/{variants.RECORD_NAME}"] = json.dumps({"lessons": [lesson.id]}).encode()
+        entries[f"course/{course.PRIVATE}/{seeds.SECRET_NAME}"] = secret + b"\n"
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed"):
             entries[f"grader-src/grader/{path.relative_to(package)}"] = path
@@ -100,6 +99,14 @@ def bundle(lesson_id: str, target: Path) -> Path:
             bundle.writestr(info, source if isinstance(source, bytes) else source.read_bytes())
     files.write_bytes(target / "autograder.zip", buffer.getvalue())
     return target
+
+
+def _course_toml(lesson_id: str) -> bytes:
+    """The course.toml of the bundle: the course's name and zone, and whether it grades the lesson per student."""
+    here = course.current()
+    return (f"name = {json.dumps(here.name or 'course')}\ntimezone = {json.dumps(here.timezone)}\n"
+            f"[lessons.{json.dumps(lesson_id)}]\nvariants = {'true' if variants.enabled(lesson_id) else 'false'}\n"
+            ).encode()
 
 
 def unpack_bundle(bundle: Path, root: Path) -> None:

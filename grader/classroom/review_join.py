@@ -15,6 +15,7 @@ from typing import Any
 from grader.base import files
 from grader.base.errors import GraderError
 from grader.intake import roster as class_list
+from grader.lesson import course
 from grader.lesson.lessons import Lesson
 from grader.report import finish, render
 from grader.result import gradebook, joining, record, sign
@@ -39,8 +40,9 @@ def decisions(store: Any, lesson: Lesson, student: str, members: class_list.Rost
 
 
 def graded(done: finish.Graded, lesson: Lesson, decided: Decisions) -> finish.Graded:
-    """A graded submission with the instructor's part joined; its reports redrawn only when the grade changed."""
-    joined = joining.joined(done.result, lesson, decided)
+    """A graded submission with the instructor's part and the course's policy for the lesson (its due date, what
+    lateness costs) joined; its reports redrawn only when the grade changed."""
+    joined = joining.joined(done.result, lesson, decided, course.current().policy(lesson.id))
     if joined == done.result:
         return done
     drawn = finish.drawn(dataclasses.replace(joined, notebook=None))
@@ -49,7 +51,14 @@ def graded(done: finish.Graded, lesson: Lesson, decided: Decisions) -> finish.Gr
 
 def student(out: Path, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
             book: gradebook.Gradebook) -> dict[str, Any]:
-    """Join one student's recorded grade with the decisions now in `store`: report, result and gradebook row."""
+    """Join one student's recorded grade with the decisions now in `store` and the course's policy now: report,
+    result and gradebook row."""
+    return _rejoined(out, lesson, who, store, members, book)[1] or {}
+
+
+def _rejoined(out: Path, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
+              book: gradebook.Gradebook, only_if_moved: bool = False) -> tuple[Any, dict[str, Any] | None]:
+    """(the recorded result, what was recorded now: None when `only_if_moved` and the join moves nothing)."""
     out = Path(out)
     path = out / RESULTS / f"{who}.json"
     try:
@@ -58,10 +67,13 @@ def student(out: Path, lesson: Lesson, who: str, store: Any, members: class_list
         raise GraderError(f"{path}: cannot be read back ({type(err).__name__}); rerun the batch") from None
     if not isinstance(data, dict) or data.get("lesson") != lesson.id or data.get("student") != who:
         raise GraderError(f"{path} is not {who}'s result of lesson {lesson.id}")
-    notebook_path = out / "notebooks" / f"{who}.ipynb"
-    notebook = files.read_regular(notebook_path).decode("utf-8") if notebook_path.is_file() else None
     result = record.read_result(data)
-    joined = graded(finish.Graded(result, notebook=notebook), lesson, decisions(store, lesson, who, members))
+    notebook_path = out / "notebooks" / f"{who}.ipynb"
+    joined = graded(finish.Graded(result, notebook=None), lesson, decisions(store, lesson, who, members))
+    if only_if_moved and joined.result == result:
+        return result, None
+    notebook = files.read_regular(notebook_path).decode("utf-8") if notebook_path.is_file() else None
+    joined = dataclasses.replace(joined, notebook=notebook)
     if joined.report_html:
         files.write_text(out / "reports" / f"{who}.html", joined.report_html)
         files.write_text(out / "reports" / f"{who}.md", joined.report_md)
@@ -71,7 +83,24 @@ def student(out: Path, lesson: Lesson, who: str, store: Any, members: class_list
     sealed = joined.sealed(sign.signing_key())
     record.write_json(sealed, path)
     book.update(sealed, str(data.get("digest") or ""))
-    return sealed
+    return result, sealed
+
+
+def moved(out: Path, lesson: Lesson, students: list[str], store: Any, members: class_list.Roster | None,
+          book: gradebook.Gradebook) -> list[str]:
+    """Recorded grades that a changed late policy, due date, roster extension or decision now moves, joined again
+    without running anything (the autograded part stands) and rewritten, re-signed; one line for each that moved
+    ("ada: 3 -> 2.7"). A result that cannot be read back is said, never a stop."""
+    lines = []
+    for who in students:
+        try:
+            before, after = _rejoined(out, lesson, who, store, members, book, only_if_moved=True)
+        except (GraderError, OSError, ValueError) as err:
+            lines.append(f"{who}: not joined again ({str(err)[:120]})")
+            continue
+        if after is not None:
+            lines.append(f"{who}: {render.points(before.score)} -> {render.points(after.get('score'))}")
+    return lines
 
 
 def _text(path: Path) -> str:

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from grader.lesson.lessons import Case
+from grader.lesson.cases import Case
 from grader.run.decoded import Answer, as_answered, decode
 
 

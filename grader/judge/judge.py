@@ -17,7 +17,8 @@ from typing import Any
 from grader.base.errors import GraderError, LessonError
 from grader.judge.expectations import Accepts, Expectation, MustRaise, Property, Recompute, Refused, Value
 from grader.judge.matching import compare
-from grader.lesson.lessons import Case, Exercise
+from grader.lesson.cases import Case
+from grader.lesson.lessons import Exercise
 from grader.run.cells import CellRun, cell_name, readable
 from grader.run.decoded import Answer
 from grader.run.probe import Probe

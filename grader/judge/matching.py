@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.lesson.lessons import Case
+from grader.lesson.cases import Case
 from grader.run.decoded import Opaque
 
 

@@ -1,4 +1,4 @@
-"""Where the course lives: the folders `lessons/`, `templates/` and `solutions/` are read from."""
+"""Where the course lives: the course folder, and the folders `lessons/`, `templates/` and `solutions/` are read from."""
 
 from __future__ import annotations
 
@@ -7,22 +7,41 @@ from pathlib import Path
 
 PACKAGED = Path(__file__).resolve().parent.parent / "course"
 """Where an installed (non-editable) grader keeps its copy of `lessons/` and `templates/` (never `solutions/`)."""
+CHECKOUT = Path(__file__).resolve().parent.parent.parent
+"""The folder this package runs from, when it runs from a checkout of the course."""
+COURSE_FILE = "course.toml"
+
+
+def course_home() -> Path | None:
+    """The course folder, found as git finds its repository: `GRADER_COURSE` (or `grader --course DIR`), else the
+    nearest folder holding a course.toml from the working directory upwards, else the checkout this package runs
+    from (when it is a course); None where there is none (a student's machine)."""
+    env = os.environ.get("GRADER_COURSE")
+    if env:
+        return Path(env).resolve()
+    try:
+        here = Path.cwd()
+    except OSError:  # the working directory was removed
+        here = None
+    for folder in (here, *here.parents) if here else ():
+        if (folder / COURSE_FILE).is_file():
+            return folder
+    return CHECKOUT if (CHECKOUT / COURSE_FILE).is_file() else None
 
 
 def course_roots() -> list[Path]:
     """Folders searched for `lessons/`, `templates/` and `solutions/`, first match wins.
 
-    `GRADER_COURSE` (or `grader --course DIR`) first, then the checkout this
-    package runs from, then the copy installed with the package. `solutions/`
-    is instructor data: it is only ever found in the first two.
+    The course folder first (course_home), then the checkout this package runs
+    from, then the copy installed with the package. `solutions/` is instructor
+    data: it is only ever found in the first two.
     """
     roots = []
-    env = os.environ.get("GRADER_COURSE")
-    if env:
-        roots.append(Path(env).resolve())
-    checkout = Path(__file__).resolve().parent.parent.parent
-    if (checkout / "lessons").is_dir():
-        roots.append(checkout)
+    home = course_home()
+    if home is not None:
+        roots.append(home)
+    if (CHECKOUT / "lessons").is_dir() and CHECKOUT not in roots:
+        roots.append(CHECKOUT)
     roots.append(PACKAGED)
     return roots
 

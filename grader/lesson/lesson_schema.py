@@ -22,13 +22,13 @@ def _table(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[s
 
 
 CASE = _table({
-    "call": _TEXT, "value": _TEXT, "args": {"type": "array"}, "kwargs": {"type": "object"},
+    "call": _TEXT, "value": _TEXT, "evaluate": _TEXT, "label": _TEXT, "args": {"type": "array"}, "kwargs": {"type": "object"},
     "expect": _VALUE, "expect_none": {"type": "boolean"}, "raises": _TEXT,
     "decimals": {"anyOf": [{"type": "integer"}, {"type": "object", "additionalProperties": {"type": "integer"}}]},
     "rtol": _NUMBER, "atol": _NUMBER, "accepts": {"type": "boolean"}, "property": _TEXT,
     "columns": _TEXTS, "note": _TEXT, "reference": _TEXT, "recompute": _TEXT, "varies": {"type": "boolean"}, "hint": _TEXT,
 })
-CASE["oneOf"] = [{"required": ["call"]}, {"required": ["value"]}]
+CASE["oneOf"] = [{"required": ["call"]}, {"required": ["value"]}, {"required": ["evaluate", "reference"]}]
 
 EXERCISE = _table({
     "id": _TEXT, "title": _TEXT, "kind": {"enum": ["simulated", "measured"]}, "points": _NUMBER,
@@ -67,8 +67,6 @@ VARIANTS = {"type": "object", "properties": {"cell": _TEXT}, "required": ["cell"
 RUBRIC_ITEM = _table({"id": _TEXT, "points": _NUMBER, "text": _TEXT}, required=("id", "points", "text"))
 WRITTEN = _table({"cell": _TEXT, "title": _TEXT, "points": {"type": "number", "exclusiveMinimum": 0},
                   "rubric": {"type": "array", "items": RUBRIC_ITEM, "minItems": 1}}, required=("cell", "points", "rubric"))
-LATE = _table({"percent_per_day": {"type": "number", "minimum": 0, "maximum": 100},
-               "cutoff_days": {"type": "number", "minimum": 0}, "due": _TEXT})
 
 LESSON = Shape(_table({
     "id": _TEXT, "title": _TEXT, "version": {"type": "integer", "minimum": 1},
@@ -77,7 +75,7 @@ LESSON = Shape(_table({
     "report": {"type": "object", "additionalProperties": _TEXT},
     "evidence": {"type": "object", "additionalProperties": {"enum": ["measured", "simulated"]}},
     "figure": FIGURE, "exercises": {"type": "array", "items": EXERCISE, "minItems": 1},
-    "written": {"type": "array", "items": WRITTEN}, "late": LATE,
+    "written": {"type": "array", "items": WRITTEN},
 }, required=("id", "exercises")), draft="7")
 
 
@@ -95,7 +93,7 @@ def problem(spec: dict[str, Any]) -> str | None:
     if error.validator == "required":
         return f"{where or 'top level'}: {error.message}"
     if error.validator == "oneOf" and error.schema is CASE:
-        return f"{where}: a case names exactly one of `call` and `value`"
+        return f"{where}: a case names exactly one of `call`, `value` and `evaluate` (with its `reference`)"
     return f"{where or 'top level'}: {error.message}"
 
 

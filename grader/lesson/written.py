@@ -1,16 +1,13 @@
-"""A lesson's written questions (`[[written]]`: the tagged prediction and explanation cells, graded by rubric) and
-its late policy (`[late]`), as the lesson declares them.
+"""A lesson's written questions (`[[written]]`: the tagged prediction and explanation cells, graded by rubric), as the
+lesson declares them.
 
 A written question's score is the sum of the rubric items applied to the answer
 (items may be positive or negative), kept within 0 and the question's points.
-A late policy takes `percent_per_day` off the total for each day late (a part of
-a day counts as a day), and the whole total after `cutoff_days`; without a
-submission time, the platform's late mark counts as one day late.
+What lateness costs is the course's (course.py), not the lesson's.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,37 +40,6 @@ class Question:
         return round(min(max(points, 0.0), self.points), 4)
 
 
-@dataclass(frozen=True)
-class LatePolicy:
-    """What lateness costs: a share of the total per day, and everything after a cut-off."""
-
-    percent_per_day: float = 0.0
-    cutoff_days: float | None = None
-    due: str = ""
-    """When the work was due (ISO 8601), to count days from a submission time; "" when only a late mark is known."""
-
-    def days_late(self, late: bool, submitted_at: str = "", extension_days: float = 0.0) -> float:
-        """Whole days late (a part of a day counts): from the submission time where known, else one day for the
-        platform's late mark; an extension moves the due date (with a mark alone, any extension excuses it)."""
-        if submitted_at and self.due:
-            try:
-                over = _dt.datetime.fromisoformat(submitted_at) - _dt.datetime.fromisoformat(self.due)
-            except (ValueError, TypeError):
-                over = None
-            if over is not None:
-                seconds = over.total_seconds() - extension_days * 86400
-                return float(-(-seconds // 86400)) if seconds > 0 else 0.0
-        return 1.0 if late and extension_days <= 0 else 0.0
-
-    def percent(self, days: float) -> float:
-        """The share of the total taken for this many days late."""
-        if days <= 0:
-            return 0.0
-        if self.cutoff_days is not None and days > self.cutoff_days:
-            return 100.0
-        return min(100.0, self.percent_per_day * days)
-
-
 def questions(spec: dict[str, Any], spec_path: Any, cells: set[str]) -> tuple[Question, ...]:
     """The `[[written]]` questions of a lesson.toml (already schema-checked), each naming a cell of its scaffold."""
     found = []
@@ -94,18 +60,3 @@ def questions(spec: dict[str, Any], spec_path: Any, cells: set[str]) -> tuple[Qu
     if len({q.cell for q in found}) != len(found):
         raise LessonError(f"{spec_path}: two written questions name the same cell")
     return tuple(found)
-
-
-def late_policy(spec: dict[str, Any], spec_path: Any) -> LatePolicy | None:
-    """The `[late]` table, or None when the lesson declares no late policy."""
-    late = spec.get("late")
-    if late is None:
-        return None
-    due = str(late.get("due", ""))
-    if due:
-        try:
-            _dt.datetime.fromisoformat(due)
-        except ValueError:
-            raise LessonError(f"{spec_path}: [late] due {due!r} is not an ISO 8601 time") from None
-    cutoff = late.get("cutoff_days")
-    return LatePolicy(float(late.get("percent_per_day", 0.0)), float(cutoff) if cutoff is not None else None, due)

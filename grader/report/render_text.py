@@ -132,6 +132,8 @@ def report_line(summary: Any) -> str:
     labels = {"errors": "with errors", "timeouts": "with timeouts", "rejected": "rejected",
               "failures": "grader failures (rerun to retry)", "missing": "on the roster, no submission",
               "outside": "not on the roster", "changed": "grades the regrade moved (changes.csv)",
+              "moved": "recorded grades the course's policy, the roster or the review now moves (joined again, "
+                       "nothing rerun)",
               "untrusted": "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds",
               "unsigned": "recorded unsigned, before the course key (sign them: rerun with --regrade)"}
     if "changed" in summary.named and not summary.named["changed"]:
@@ -139,8 +141,37 @@ def report_line(summary: Any) -> str:
     for key, label in labels.items():
         names = summary.named.get(key, [])
         if names:
-            people = names if key == "changed" else [who(getattr(summary, "names", {}), n) for n in names]
+            people = names if key in ("changed", "moved") else [who(getattr(summary, "names", {}), n) for n in names]
             shown = ", ".join(people[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
             line += f"\n  {label}: {shown}"
     return line
 
+
+
+def course_text(state: Any) -> str:
+    """`grader course`: the course, where each piece of its private state lives, and its policy per lesson."""
+    lines = [f"course: {state.label}",
+             f"policy: {state.declared or 'no course.toml (no due dates, no late policy)'}; time zone {state.timezone}"]
+    if state.private is not None:
+        held = f"mode {state.private_mode}" if state.private_mode else "not made yet"
+        lines.append(f"private state: {state.private} ({held}; never handed out, packaged or committed)")
+    for piece in state.pieces:
+        where = f"{piece.path}" if piece.path else "none"
+        detail = f"; {piece.detail}" if piece.detail else ""
+        lines.append(f"  {piece.what}: {where} ({piece.whose}){detail}")
+    lines.append("lessons:")
+    for item in state.lessons:
+        per_student = "per student" if item.per_student else "the seed's numbers"
+        lines.append(f"  {item.lesson}: {item.policy} (graded on {per_student}: {item.why})")
+    return escape.terminal("\n".join(lines))
+
+
+def steadiness_text(held: Any) -> str:
+    """`validate --under-load`: each notebook's scores over its runs, then whether any point moved."""
+    lines = [f"{held.lesson}: graded beside {held.busy} busy processes"]
+    for graded in held.notebooks:
+        totals = ", ".join(points(t) for t in graded.totals)
+        lines.append(f"  {graded.label}: {totals}" + ("" if graded.moved else " (the same every run)"))
+    lines += [f"  moved: {problem}" for problem in held.problems]
+    lines.append("steady: no score moved with the load" if not held.problems else "unsteady: noise decides points")
+    return escape.terminal("\n".join(lines))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from grader.lesson.course import NO_POLICY, LessonPolicy
 from grader.lesson.lessons import Lesson
 from grader.result.manual import Decisions, LateCharge, Manual, WrittenGrade
 from grader.result.record import GradeResult
@@ -28,15 +29,17 @@ def written_points(lesson: Lesson, decision: WrittenGrade, item_points: Mapping[
     return question.score(decision.points or 0.0)
 
 
-def joined(result: GradeResult, lesson: Lesson, decisions: Decisions = NONE) -> GradeResult:
+def joined(result: GradeResult, lesson: Lesson, decisions: Decisions = NONE,
+           policy: LessonPolicy = NO_POLICY) -> GradeResult:
     """The result with the instructor's part joined and its score made the grade that counts (a rejected result,
-    or a lesson with nothing to join, is returned as it is)."""
+    or a lesson with nothing to join, is returned as it is); `policy`: the course's for the lesson (its due date
+    and what lateness costs)."""
     if result.status != "graded":
         return result
     arrived = result.submitted_as
     late_mark = bool(arrived and arrived.late)
     submitted_at = arrived.submitted_at if arrived else ""
-    if not lesson.written and not decisions.overrides and not (lesson.late and (late_mark or submitted_at)):
+    if not lesson.written and not decisions.overrides and not (policy.late and (late_mark or submitted_at)):
         return result if result.manual is None else dataclasses.replace(result, manual=None, score=_autograded(result))
     autograded = _autograded(result)
     overrides = tuple(dataclasses.replace(o, autograded=ex.score) for ex in result.exercises
@@ -46,9 +49,9 @@ def joined(result: GradeResult, lesson: Lesson, decisions: Decisions = NONE) -> 
     written = tuple(_graded(lesson, q.cell, q.points, decisions) for q in lesson.written)
     before = exercises + sum(w.points or 0.0 for w in written)
     late = None
-    if lesson.late is not None:
-        days = lesson.late.days_late(late_mark, submitted_at, decisions.extension_days)
-        percent = lesson.late.percent(days)
+    if policy.late is not None:
+        days = policy.days_late(late_mark, submitted_at, decisions.extension_days)
+        percent = policy.late.percent(days)
         if days > 0 or late_mark:
             late = LateCharge(days, percent, before * percent / 100, late_mark, submitted_at,
                               decisions.extension_days)

@@ -3,8 +3,8 @@
 The same submission graded anywhere (`grade`, `check`, `batch`, the cluster,
 Gradescope, PrairieLearn), any number of times, gets the same seed, so the same
 hidden cases and the same score; two students get different ones. The secret
-(`course.secret`, made by `grader keys init` beside the course key, 0600, or
-named by `GRADER_SECRET`) keeps the draws from being computed by students.
+(`course.secret` in the course's private folder, made by `grader keys init`
+beside the course key, 0600, or named by `GRADER_SECRET`) keeps the draws from being computed by students.
 Without it the seed is still derived, from the lesson and the student alone:
 grades stay repeatable, and the result says no secret was used. `--seed N`
 replays any recorded grade, whatever its seed's origin.
@@ -18,8 +18,10 @@ import os
 import secrets
 from pathlib import Path
 
+from grader.base import notices
 from grader.base.errors import GraderError
 from grader.base.options import MAX_HASH_SEED, MAX_SEED
+from grader.lesson import course
 
 SECRET_NAME = "course.secret"
 SECRET_BYTES = 32
@@ -31,11 +33,24 @@ class SecretProblem(GraderError):
 
 
 def secret_path() -> Path:
-    """`GRADER_SECRET`, else `course.secret` in the course key's folder."""
+    """`GRADER_SECRET`, else the course's own (private/course.secret), else this account's in the config folder (said
+    once: every course without a secret of its own shares it), else where the course's own would be made."""
     from grader.result import sign
 
     named = os.environ.get("GRADER_SECRET")
-    return Path(named) if named else sign.key_dir() / SECRET_NAME
+    if named:
+        return Path(named)
+    here = course.current()
+    own = here.private / SECRET_NAME if here.private is not None else None
+    if own is not None and own.is_file():
+        return own
+    shared = sign.key_dir() / SECRET_NAME
+    if shared.is_file():
+        notices.once(f"{here.label} has no secret of its own: hidden cases are drawn from {shared}, this account's "
+                     "secret (shared by every course without one)"
+                     + (f"; `grader keys init` makes its own in {own.parent}" if own is not None else ""))
+        return shared
+    return own or shared
 
 
 def course_secret() -> bytes | None:
@@ -89,11 +104,12 @@ def trusted(value: object, largest: int) -> bool:
 
 
 def init_course(folder: Path | None) -> list[str]:
-    """`grader keys init`: the course key pair and the course secret in `folder` (default: the config folder);
-    where the key exists already, only a missing secret is made. What was made, in lines for the instructor."""
+    """`grader keys init`: the course key pair and the course secret in `folder` (default: the course's private
+    folder, 0700); where the key exists already, only a missing secret is made. What was made, in lines for the
+    instructor."""
     from grader.result import sign
 
-    where = Path(folder) if folder else sign.key_dir()
+    where = Path(folder) if folder else sign.default_folder()
     try:
         key_path, pub_path = sign.init(where)
     except sign.KeyProblem:

@@ -6,7 +6,7 @@ non-finite numbers as the strings "NaN", "Infinity" and "-Infinity", the
 files it stands for (the submission as received, the executed notebook, the
 reports, the lesson and the reference) and a digest of each of its own
 top-level fields, so a verifier can name what was changed, not only that
-something was. The private key stays where it was made (the user's config
+something was. The private key stays where it was made (the course's private
 folder, owner-only) and is read only by the process that writes records.
 """
 
@@ -21,10 +21,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import files, notices
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
-from grader.lesson import lessons
+from grader.lesson import course, lessons
 
 KEY_NAME = "course.key"
 PUBLIC_NAME = "course.pub"
@@ -37,17 +37,43 @@ class KeyProblem(GraderError):
 
 
 def key_dir() -> Path:
-    """Where `grader keys init` puts the course key by default: the user's config folder (XDG)."""
+    """The user's config folder (XDG): where keys were kept before a course kept its own; still read as a fallback
+    by a course that has none."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "inference-grader"
 
 
+def _course_file(name: str) -> Path | None:
+    """`name` in the course's private state folder, where the course has one."""
+    private = course.current().private
+    return private / name if private is not None else None
+
+
+def key_path() -> Path | None:
+    """The course key in force: `GRADER_KEY`, else the course's own (private/course.key), else the account's in the
+    config folder (said once: every course without a key of its own shares it), else None."""
+    named = os.environ.get("GRADER_KEY")
+    if named:
+        return Path(named)
+    own = _course_file(KEY_NAME)
+    if own is not None and own.is_file():
+        return own
+    shared = key_dir() / KEY_NAME
+    if shared.is_file():
+        where = f"; `grader keys init` makes its own in {own.parent}" if own is not None else ""
+        notices.once(f"{course.current().label} has no key of its own: results are signed with {shared}, this "
+                     f"account's key (shared by every course without one){where}")
+        return shared
+    return None
+
+
 def init(folder: Path | None = None) -> tuple[Path, Path]:
-    """Make a new course key pair in `folder`; an existing key is never overwritten."""
+    """Make a new course key pair in `folder` (default: the course's private folder); an existing key is never
+    overwritten."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    folder = Path(folder) if folder else key_dir()
+    folder = Path(folder) if folder else default_folder()
     key_path, pub_path = folder / KEY_NAME, folder / PUBLIC_NAME
     if key_path.exists():
         raise KeyProblem(f"{key_path} already exists; keep it (results signed with it verify only with its "
@@ -61,26 +87,29 @@ def init(folder: Path | None = None) -> tuple[Path, Path]:
     return key_path, pub_path
 
 
+def default_folder() -> Path:
+    """Where a course's key and secret are made: its private folder (0700), or the config folder without a course."""
+    return course.private_folder() if course.current().root is not None else key_dir()
+
+
 def signing_key() -> Any:
-    """The course's private key: `GRADER_KEY` (a path), else `course.key` in the config folder; None if neither."""
+    """The course's private key (key_path), or None where there is none."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    named = os.environ.get("GRADER_KEY")
-    path = Path(named) if named else key_dir() / KEY_NAME
-    if not path.is_file():
-        if named:
-            raise KeyProblem(f"GRADER_KEY names {path}, which is not a file")
+    path = key_path()
+    if path is None:
         return None
+    if not path.is_file():
+        raise KeyProblem(f"GRADER_KEY names {path}, which is not a file")
     return _load(path, lambda data: serialization.load_pem_private_key(data, password=None), Ed25519PrivateKey,
                  "course key")
 
 
 def course_public_key_path() -> Path:
-    """`course.pub` beside the course key (`GRADER_KEY`'s folder, else the config folder), or one line saying to
-    pass --key."""
-    named = os.environ.get("GRADER_KEY")
-    path = (Path(named).parent if named else key_dir()) / PUBLIC_NAME
+    """`course.pub` beside the course key in force (key_path), or one line saying to pass --key."""
+    key = key_path()
+    path = key.parent / PUBLIC_NAME if key is not None else (_course_file(PUBLIC_NAME) or key_dir() / PUBLIC_NAME)
     if not path.is_file():
         raise KeyProblem(f"no course public key at {path}: pass --key course.pub (the course gives it to anyone who "
                          "verifies)")

@@ -32,40 +32,52 @@ from typing import Any
 import numpy as np
 
 from grader.base import files
-from grader.base.errors import GraderError
+from grader.base.errors import GraderError, SubmissionRejected
 from grader.base.options import Options
 from grader.judge import expectations
-from grader.lesson import handout, lessons, staff_code
+from grader.lesson import course, handout, lessons, staff_code
 from grader.result import seeds
 
-RECORD_NAME = "course.variants"
+RECORD_NAME = "variants.json"
 
 
-def record_path() -> Path:
-    """Where the course records which lessons are graded per student: beside the course secret."""
-    return seeds.secret_path().parent / RECORD_NAME
+def record_path() -> Path | None:
+    """Where the course records which lessons it released per student: its private folder (None without a course)."""
+    private = course.current().private
+    return private / RECORD_NAME if private is not None else None
+
+
+def released() -> list[str]:
+    """The lessons this course released per student (`release --variants`), from its private record."""
+    path = record_path()
+    if path is None:
+        return []
+    try:
+        data = json.loads(files.read_regular(path, 1 << 20))
+    except (OSError, ValueError):
+        return []
+    found = data.get("lessons") if isinstance(data, dict) else None
+    return sorted(str(i) for i in found) if isinstance(found, list) else []
 
 
 def enabled(lesson_id: str) -> bool:
-    """Whether the course turned variants on for this lesson."""
-    try:
-        data = json.loads(files.read_regular(record_path(), 1 << 20))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and lesson_id in (data.get("lessons") or [])
+    """Whether this course grades the lesson per student: course.toml's `variants` where it says, else whether the
+    course released it with --variants. Another course's choice never counts here."""
+    said = course.current().policy(lesson_id).variants
+    return said if said is not None else lesson_id in released()
 
 
 def enable(lesson: lessons.Lesson) -> Path:
     """Record that `lesson` is graded per student from now on (grade, batch and the platforms read it)."""
     if not lesson.variants:
         raise GraderError(f"lesson {lesson.id} declares no [variants]: every student gets the seed's numbers")
-    path = record_path()
-    try:
-        data = json.loads(files.read_regular(path, 1 << 20))
-    except (OSError, ValueError):
-        data = {}
-    known = sorted(set((data.get("lessons") if isinstance(data, dict) else None) or []) | {lesson.id})
-    return files.write_text(path, json.dumps({"lessons": known}, indent=1) + "\n")
+    here = course.current()
+    if here.policy(lesson.id).variants is False:
+        raise GraderError(f"{here.root / course.COURSE_FILE if here.root else 'course.toml'} says variants = false "
+                          f"for {lesson.id}: every student is graded on the seed's numbers; set it to true first")
+    path = course.private_folder(here) / RECORD_NAME
+    known = sorted(set(released()) | {lesson.id})
+    return files.write_text(path, json.dumps({"lessons": known}, indent=1) + "\n", private=True)
 
 
 def defaults(lesson: lessons.Lesson) -> dict[str, float]:
@@ -91,22 +103,79 @@ def graded_numbers(lesson: lessons.Lesson, student: str) -> dict[str, float] | N
 
 
 def found_numbers(lesson: lessons.Lesson, notebook: Any) -> tuple[int | None, dict[str, float]]:
-    """(index, numbers) of the notebook's variant cell, recognised by text: the first code cell that assigns every
-    variant name a number at top level; (None, {}) when there is none."""
+    """(index, numbers) of the notebook's variant cell, recognised by text, never by position or id: the code cell
+    that is the lesson's given variant cell but for its numbers; where none is (the student edited it), the first
+    code cell that assigns every variant name a number at top level. (None, {}) when there is neither. A decoy cell
+    placed before the given one is not taken for it."""
     names = {name for name, _ in lesson.variants}
+    if not names:
+        return None, {}
+    seed = defaults(lesson)
+    given = handout.variant_source(handout.given_by_id(lesson).get(lesson.variant_cell, ""), seed).strip()
+    first: tuple[int, dict[str, float]] | None = None
     for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "code" or not names:
+        if cell.cell_type != "code":
             continue
-        try:
-            tree = ast.parse(cell.source)
-        except (SyntaxError, ValueError, RecursionError):
+        values = _assigned(cell.source)
+        if not names <= set(values):
             continue
-        values = {node.targets[0].id: node.value.value for node in tree.body
-                  if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                  and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float))}
-        if names <= set(values):
-            return index, {name: values[name] for name in names}
-    return None, {}
+        held = {name: values[name] for name in names}
+        if given and handout.variant_source(cell.source, seed).strip() == given:
+            return index, held
+        first = first or (index, held)
+    return first if first is not None else (None, {})
+
+
+def _assigned(source: str) -> dict[str, float]:
+    """The names a cell assigns a number at top level."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    return {node.targets[0].id: node.value.value for node in tree.body
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float))
+            and not isinstance(node.value.value, bool)}
+
+
+def refuse_elsewhere(lesson: lessons.Lesson, notebook: Any, name: str) -> None:
+    """Refuse, in one line, to grade a per-student handout (its metadata names its student and it holds numbers
+    other than the seed's) where this course does not grade the lesson per student: graded on the seed's numbers,
+    a right answer would lose points without a word."""
+    meta = notebook.metadata.get("grader") if isinstance(notebook.metadata, dict) else None
+    owner = meta.get("student") if isinstance(meta, dict) else None
+    _, held = found_numbers(lesson, notebook)
+    if not isinstance(owner, str) or not held or held == defaults(lesson):
+        return
+    here = course.current()
+    raise SubmissionRejected(
+        f"{name} is a per-student handout of {lesson.id} (its own numbers: {shown(held)}), but {here.label} does not "
+        f"grade {lesson.id} per student: grade it in the course that handed it out (--course DIR), or set "
+        f"[lessons.{lesson.id}] variants = true in its course.toml")
+
+
+def own_numbers(lesson: lessons.Lesson, notebook: Any, student: str, name: str,
+                options: Options) -> tuple[Any, dict[str, float] | None, dict[str, float]]:
+    """(the notebook to run, the numbers it is graded on, the numbers it held): the student's own where the course
+    grades the lesson per student (their variant cell set to them), else the seed's (None); a per-student handout
+    graded where the course does not vary the lesson is refused, never graded on numbers nobody handed out."""
+    numbers = dict(options.variant) if options.variant is not None else graded_numbers(lesson, student)
+    if numbers is None:
+        if not options.public_only:
+            refuse_elsewhere(lesson, notebook, name)
+        return notebook, None, {}
+    notebook, held = applied(lesson, notebook, numbers)
+    return notebook, numbers, held
+
+
+def held_elsewhere(notebook: Any, student: str, numbers: dict[str, float] | None, held: dict[str, float]) -> list[str]:
+    """A note when the notebook holds another handout's numbers (it is graded on the student's own)."""
+    if numbers is None or not held or held == numbers:
+        return []
+    owner = (notebook.metadata.get("grader") or {}).get("student")
+    return [f"this notebook holds the numbers of another handout ({shown(held)}"
+            + (f", handed out to {owner}" if isinstance(owner, str) and owner != student else "")
+            + f"); it was graded on {student}'s own numbers ({shown(numbers)})"]
 
 
 def applied(lesson: lessons.Lesson, notebook: Any, numbers: dict[str, float]) -> tuple[Any, dict[str, float]]:

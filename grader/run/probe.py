@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.base import shapes
-from grader.lesson.lessons import Case
+from grader.lesson.cases import Case
 from grader.run import sections
 from grader.run.cells import ProbeOutcome
 from grader.run.decoded import Answer
@@ -82,7 +82,8 @@ def __grader_probe(user, request_text, wire_source, seconds, journal):
         answers = {"defined": {name: name in user for name in section["needs"]}, "results": []}
         for case in section["cases"]:
             own = [arg["__kernel__"] for arg in case["args"] if isinstance(arg, dict) and "__kernel__" in arg]
-            absent = [name for name in [case["name"]] + own if name not in user]
+            named = [] if case["mode"] == "evaluate" else [case["name"]]
+            absent = [name for name in named + own if name not in user]
             if absent:
                 missing = {"missing": absent[0]}
                 if own and absent == [case["name"]]:  # its inputs exist: the judge asks the reference on them
@@ -99,8 +100,11 @@ def __grader_probe(user, request_text, wire_source, seconds, journal):
                 args = inputs(case)
                 if own:  # the student's own values the case was asked on, as they were before the call
                     echo = {"args": encode(args)}
-                target = user[case["name"]]
-                if case["mode"] == "value":
+                if case["mode"] == "evaluate":  # the lesson's expression over the student's names
+                    target = eval(compile(case["name"], "<grader evaluate>", "eval"), user, {"args": args})
+                else:
+                    target = user[case["name"]]
+                if case["mode"] in ("value", "evaluate"):
                     value = target
                 else:
                     value = target(*args, **decode(case["kwargs"]))
