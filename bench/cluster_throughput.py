@@ -37,8 +37,10 @@ def _batch(tree: Path, folder: Path, out: Path, env: dict[str, str], *extra: str
 
 
 def _tls(tls: Path | None, role: str) -> list[str]:
+    guard = ["--preload", "grader.classroom.cluster_guard"] + (
+        ["--preload-nanny", "grader.classroom.cluster_guard"] if role == "worker" else [])
     return [] if tls is None else ["--tls-ca-file", str(tls / "ca.pem"), "--tls-cert", str(tls / f"{role}.pem"),
-                                   "--tls-key", str(tls / f"{role}-key.pem")]
+                                   "--tls-key", str(tls / f"{role}-key.pem"), *guard]
 
 
 def _cluster(tree: Path, tmp: Path, env: dict[str, str], tls: Path | None) -> tuple[str, list[subprocess.Popen]]:

@@ -14,7 +14,7 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.lesson import folders, lessons
 
-_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_ID = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")  # whole strings only (fullmatch: no newline slips past `$`)
 
 
 def _function(exercise_id: str) -> str:
@@ -111,8 +111,9 @@ def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
     """Write the new lesson's files; returns them. Refuses a malformed id or a lesson that exists, in one line."""
     exercises = exercises or ("first-exercise",)
     for name in (lesson_id, *exercises):
-        if not _ID.match(name):
-            raise GraderError(f"{name!r} is not an id: lower-case letters and digits, words joined by '-'")
+        if not _ID.fullmatch(name):
+            raise GraderError(f"{name!r} is not an id: lower-case letters and digits, words joined by '-'; nothing "
+                              "was written")
     if len(set(exercises)) != len(exercises):
         raise GraderError("an exercise id is given twice")
     root = folders.course_folder("lessons").parent
@@ -121,12 +122,20 @@ def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
     folder, solutions = root / "lessons" / lesson_id, root / "solutions" / lesson_id
     if folder.exists() or solutions.exists():
         raise GraderError(f"{folder} or {solutions} exists already; nothing was written")
-    written = [files.write_text(folder / "lesson.toml", _toml(lesson_id, exercises)),
-               files.write_text(folder / "scaffold.py", _scaffold(lesson_id, exercises)),
-               files.write_text(solutions / "answers.py", _answers(exercises)),
-               files.write_text(solutions / "hidden.py", _hidden(lesson_id, exercises))]
-    lessons.forget()
-    return [*written, build_solution(lesson_id)]
+    try:
+        written = [files.write_text(folder / "lesson.toml", _toml(lesson_id, exercises)),
+                   files.write_text(folder / "scaffold.py", _scaffold(lesson_id, exercises)),
+                   files.write_text(solutions / "answers.py", _answers(exercises)),
+                   files.write_text(solutions / "hidden.py", _hidden(lesson_id, exercises))]
+        lessons.forget()
+        return [*written, build_solution(lesson_id)]
+    except BaseException:  # a lesson half made is no lesson: what this call made goes, nothing else
+        import shutil
+
+        for made in (folder, solutions):
+            shutil.rmtree(made, ignore_errors=True)
+        lessons.forget()
+        raise
 
 
 def build_solution(lesson_id: str) -> Path:

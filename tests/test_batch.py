@@ -17,6 +17,7 @@ from conftest import FAST, patched_solution, write
 
 from grader import cli, grading
 from grader.classroom import batch, certs
+from grader.classroom.cluster_guard import LOCAL_CLUSTER as GUARDED
 from grader.kernel import sandbox
 from grader.lesson import handout, lessons
 
@@ -156,7 +157,8 @@ def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
     tls = tmp_path / "tls"
     certs.make(tls)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler")) as cluster:
+                                  host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler"),
+                                  **GUARDED) as cluster:
         remote = batch.run(folder, LESSON, tmp_path / "dask", options=options, scheduler=cluster.scheduler_address,
                            progress=False, tls=tls)
     assert local.counts == remote.counts

@@ -19,6 +19,7 @@ from conftest import FAST, full_marks, write
 
 from grader import grading
 from grader.classroom import batch, certs
+from grader.classroom.cluster_guard import LOCAL_CLUSTER as GUARDED, MODULE as GUARD
 from grader.kernel import sandbox
 from grader.lesson import handout, lessons
 from grader.result.record import INTERNAL_ERROR
@@ -65,8 +66,8 @@ def course_certs(tmp_path_factory):
 
 def _batch_with_a_kill(folder, out, options, tls):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler")
-                                  ) as cluster, distributed.Client(cluster, security=certs.security(tls)) as client:
+                                  host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler"),
+                                  **GUARDED) as cluster, distributed.Client(cluster, security=certs.security(tls)) as client:
         killed: list[int] = []
         killer = threading.Thread(target=_kill_a_busy_worker, args=(client, killed), daemon=True)
         killer.start()
@@ -137,8 +138,9 @@ def _dask(*args, tls, role, log):
     from pathlib import Path
 
     files = certs.Files.of(tls, role)
+    guard = ["--preload", GUARD] + (["--preload-nanny", GUARD] if role == "worker" else [])
     return subprocess.Popen([str(Path(sys.executable).with_name("dask")), *args, "--no-dashboard", "--tls-ca-file",
-                             str(files.ca), "--tls-cert", str(files.cert), "--tls-key", str(files.key)],
+                             str(files.ca), "--tls-cert", str(files.cert), "--tls-key", str(files.key), *guard],
                             start_new_session=True, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
 

@@ -45,6 +45,16 @@ def csv_cell(value: Any) -> Any:
     return text
 
 
+def csv_uncell(text: str) -> str:
+    """A cell read back from an export: what `csv_cell` neutralised is given back as it was written (a comment
+    "-0.5: no units" exported as "'-0.5: no units" comes back without the quote); other text is kept as it is."""
+    if text.startswith("'"):
+        written = text[1:].replace("\\|", "|")
+        if csv_cell(written) == text:
+            return written
+    return text
+
+
 def csv_text(rows: Iterable[Iterable[Any]], lineterminator: str = "\r\n") -> str:
     """Rows as CSV text, every cell through `csv_cell`."""
     out = io.StringIO(newline="")

@@ -4,7 +4,9 @@ A reader sees the old file or the new one, never half of one: each write goes
 to a temporary file beside the target, is flushed to disk, then renamed over
 it. Files get 0666 and folders 0777 less the umask (0644 and 0755 under the
 usual 022), so reports copied to a web server stay readable; only a key is
-owner-only (`private=True`). The sandbox's own run folders are not written
+owner-only (`private=True`). A device or a FIFO named as an output
+(`--json /dev/null`, `/dev/stdout`) is written through, never replaced by a
+file; a folder or a socket there is refused in one line. The sandbox's own run folders are not written
 here: they belong to the kernel, not to a reader.
 """
 
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from grader.base import host
+from grader.base.errors import GraderError
 
 
 def umask() -> int:
@@ -37,28 +40,125 @@ def make_dirs(path: str | Path) -> Path:
     return path
 
 
+def trusted_dir(path: str | Path) -> Path:
+    """A folder whose files others trust (a CA's): made 0755 whatever the umask, and an existing one no longer
+    writable by its group or others (anyone who could write there could add what every machine trusts)."""
+    path = Path(path).absolute()
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir()
+        folder.chmod(0o755)  # exactly, whatever the umask
+    if path.stat().st_mode & 0o022:
+        path.chmod(path.stat().st_mode & 0o755)
+    return path
+
+
+class NotWritable(GraderError):
+    """An output path that is neither a file to replace nor a device or FIFO to write through (one line)."""
+
+
+def _through(path: Path) -> tuple[Path, str]:
+    """Where and how to write an output: ("replace", the file to replace atomically: `path`, or a link's target,
+    the link kept), or ("through", `path`) for a device or FIFO (`/dev/null`, a pipe), or ("stream", `path`) for
+    this process's own stream named by a descriptor link (`/dev/stdout`, `/proc/self/fd/1`), written where that
+    stream stands. A folder, a socket or a block device is refused; nothing that is not a file is ever replaced."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # nothing there (or a dangling link): a new file
+        return (Path(os.path.realpath(path)) if os.path.islink(path) else path), "replace"
+    link = os.path.islink(path)
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return path, "through"
+    if not stat.S_ISREG(mode):
+        raise NotWritable(f"{path} is {kind_of(mode)}: nothing was written there (name a file, or a device such "
+                          "as /dev/stdout)")
+    if not link:
+        return path, "replace"
+    if _descriptor(path) is not None:
+        return path, "stream"  # this process's own open stream, never a file to put in its place
+    return Path(os.path.realpath(path)), "replace"
+
+
+def _descriptor(path: Path) -> int | None:
+    """The descriptor a link such as /dev/stdout, /dev/fd/3 or /proc/self/fd/1 names, else None."""
+    import re
+
+    hops = [str(path.absolute())]
+    with contextlib.suppress(OSError):
+        hops.append(os.readlink(path))
+    for hop in hops:
+        found = re.fullmatch(rf"/(?:proc/(?:self|thread-self|{os.getpid()})/fd|dev/fd)/(\d+)", hop)
+        if found:
+            return int(found[1])
+        if hop in ("/dev/stdout", "/dev/stderr"):
+            return 1 if hop == "/dev/stdout" else 2
+    return None
+
+
+def _write_through(source: Path, target: Path, stream: bool = False) -> None:
+    """Copy a finished temporary file into a device or a FIFO, or into this process's own open stream (`stream`:
+    written where that stream stands, as the shell would), which stays what it is. A FIFO nobody reads is refused
+    (a grader never waits on it)."""
+    import errno
+    import sys
+
+    if stream:
+        fd = _descriptor(target)
+        assert fd is not None
+        for opened in (sys.stdout, sys.stderr):
+            opened.flush()
+    else:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except OSError as err:
+            if err.errno == errno.ENXIO:
+                raise NotWritable(f"{target} is a FIFO that nobody reads: nothing was written there") from None
+            raise
+        os.set_blocking(fd, True)
+    try:
+        with open(source, "rb") as data:
+            while chunk := data.read(1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+    finally:
+        if not stream:
+            os.close(fd)
+
+
 @contextlib.contextmanager
-def replacing(path: str | Path, private: bool = False) -> Iterator[Path]:
-    """Yield a temporary path to write; on success it replaces `path` with the right mode, else it vanishes."""
-    path = Path(path)
-    make_dirs(path.parent)
+def replacing(path: str | Path, private: bool = False, mode: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path to write; on success it replaces `path` with the right mode, else it vanishes. An
+    existing device, FIFO or descriptor link at `path` (`--json /dev/null`, `/dev/stdout`) is written through
+    instead, and never replaced (see _through)."""
+    target, how = _through(Path(path))
+    if how == "replace":
+        make_dirs(target.parent)
     # The temporary name never grows with the target's: a 250-byte file name is legal, and so must its write be.
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:32]}.", suffix=".tmp")
+    handle, name = tempfile.mkstemp(dir=target.parent if how == "replace" else None, prefix=f".{target.name[:32]}.",
+                                    suffix=".tmp")
     os.close(handle)
     tmp = Path(name)
     try:
         yield tmp
-        with open(tmp, "rb") as written:
-            os.fsync(written.fileno())
-        os.chmod(tmp, 0o600 if private else 0o666 & ~umask())
-        os.replace(tmp, path)
+        if how == "replace":
+            with open(tmp, "rb") as written:
+                os.fsync(written.fileno())
+            os.chmod(tmp, mode if mode is not None else 0o600 if private else 0o666 & ~umask())
+            target, how = _through(target)  # what is there now: a device put in its place is still never replaced
+        if how == "replace":
+            os.replace(tmp, target)
+        else:
+            _write_through(tmp, target, stream=how == "stream")
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def write_bytes(path: str | Path, data: bytes, private: bool = False) -> Path:
-    """Write bytes atomically."""
-    with replacing(path, private) as tmp:
+def write_bytes(path: str | Path, data: bytes, private: bool = False, mode: int | None = None) -> Path:
+    """Write bytes atomically (`mode`: exactly these permissions, whatever the umask)."""
+    with replacing(path, private, mode) as tmp:
         tmp.write_bytes(data)
     return Path(path)
 

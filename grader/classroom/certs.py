@@ -8,10 +8,13 @@ certificates, never on a worker) and one certificate and key per role, each sign
     DIR/worker.pem, DIR/worker-key.pem           each grading machine
     DIR/client.pem, DIR/client-key.pem           the machine that runs `grader batch`
 
-Keys are written 0600. With Dask's `tls://` and these files on both ends, a client or a worker whose
-certificate the course CA did not sign cannot connect: only the course can submit work and only the course's
-machines can grade it. What TLS cannot give: a course machine that is itself compromised can still forge what
-it grades.
+Keys are written 0600, certificates and the CA 0644 in a folder 0755, whatever the umask (nobody else may add
+a CA every machine trusts). With Dask's `tls://` and these files on both ends, a client or a worker whose
+certificate the course CA did not sign cannot connect. Each certificate names its role (its common name, and
+its extended key usage: the client's may only dial), and the cluster's guard (cluster_guard.py, a Dask preload
+on the scheduler, the workers and the nannies) lets each role ask only for what it needs: a worker's
+certificate, which sits on every grading machine, cannot submit work or run code anywhere. What TLS cannot
+give: a course machine that is itself compromised can still forge what it grades.
 """
 
 from __future__ import annotations
@@ -72,9 +75,11 @@ def _certificate(subject: str, key: Any, issuer: Any, issuer_key: Any, ca: bool)
     if ca:
         builder = builder.add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
                                         critical=True)
-    else:  # every role both serves and dials (a worker listens for peers and connects to the scheduler)
+    elif subject.endswith(" client"):  # the course's client only dials: it can never serve as the scheduler
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=True)
+    else:  # the scheduler and a worker both serve and dial (a worker listens for peers and dials the scheduler)
         builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
-                                                                ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+                                                                ExtendedKeyUsageOID.CLIENT_AUTH]), critical=True)
     return builder.sign(issuer_key or key, hashes.SHA256())
 
 
@@ -86,17 +91,17 @@ def make(folder: Path) -> list[Path]:
     if (folder / CA).exists() or (folder / CA_KEY).exists():
         raise GraderError(f"{folder / CA} already exists; keep it (every machine trusts it), or make new "
                           "certificates in another folder")
-    files.make_dirs(folder)
+    files.trusted_dir(folder)  # whatever the umask: nobody else may add a CA every machine trusts
     ca_key = _key()
     ca = _certificate("inference-grader course CA", ca_key, None, None, ca=True)
-    written = [files.write_bytes(folder / CA, ca.public_bytes(serialization.Encoding.PEM))]
+    written = [files.write_bytes(folder / CA, ca.public_bytes(serialization.Encoding.PEM), mode=0o644)]
     (folder / CA_KEY).parent.mkdir(mode=0o700, exist_ok=True)
     files.write_bytes(folder / CA_KEY, _pem_key(ca_key), private=True)
     for role in ROLES:
         key = _key()
         cert = _certificate(f"inference-grader {role}", key, ca.subject, ca_key, ca=False)
         paths = Files.of(folder, role)
-        written.append(files.write_bytes(paths.cert, cert.public_bytes(serialization.Encoding.PEM)))
+        written.append(files.write_bytes(paths.cert, cert.public_bytes(serialization.Encoding.PEM), mode=0o644))
         written.append(files.write_bytes(paths.key, _pem_key(key), private=True))
     return written
 

@@ -112,6 +112,24 @@ def _checked(path: Path, lesson_id: str, student: str, sent: str, graded: finish
     return graded
 
 
+def _refuse_unguarded(client: Any, address: str) -> None:
+    """Refuse, in one line, a cluster whose scheduler or a worker runs without the course's guard: there a worker's
+    certificate could submit work or run code."""
+    from grader.classroom import cluster_guard
+
+    where = []
+    try:
+        if not client.run_on_scheduler(cluster_guard.active):
+            where.append("the scheduler")
+        where += [f"worker {w}" for w, on in client.run(cluster_guard.active).items() if not on]
+    except Exception as err:
+        raise GraderError(f"cannot ask the cluster at {address} whether it is guarded: {str(err)[:160]}") from None
+    if where:
+        raise GraderError(f"{', '.join(where[:3])} at {address} run without the course's guard, so a worker's "
+                          "certificate could submit work: start them with --preload grader.classroom.cluster_guard "
+                          "(workers also --preload-nanny grader.classroom.cluster_guard)")
+
+
 def results(address: str, todo: list[tuple[Path, str]], lesson_id: str, options: Options,
             per_student: dict[str, Options] | None = None,
             tls: Path | None = None) -> Iterator[tuple[Path, finish.Graded]]:
@@ -129,6 +147,7 @@ def results(address: str, todo: list[tuple[Path, str]], lesson_id: str, options:
         raise GraderError(f"cannot reach the Dask scheduler at {address} with the course's certificates: "
                           f"{str(err)[:200]}") from None
     with client:
+        _refuse_unguarded(client, address)
         client.register_plugin(TemplatePlugin(lesson_id, options), name=PLUGIN)
         futures, sent = {}, {}
         for path, student in todo:

@@ -1,9 +1,12 @@
 """`grader review OUT`: the page that grades written answers by question, served on 127.0.0.1 only.
 
-As Jupyter does, the address carries a random token: the first request with it
-sets a cookie (HttpOnly, SameSite=Strict), and every request without one of the
-two is refused. A change is a POST with the token in a header, so another page
-in the same browser cannot make one. Decisions are saved as they are made
+As Jupyter does, the address carries a random token, and every request without
+it is refused: a page or a report by the token in its address, a change (a POST)
+by the token in a header, so another page in the same browser cannot make one.
+No cookie carries it: a browser sends 127.0.0.1's cookies to every port, so any
+other local server the browser visits would receive it and could act as the
+reviewer. Pages say `Referrer-Policy: no-referrer`, so the address's token goes
+nowhere else. Decisions are saved as they are made
 (review.py); grades.csv and the dashboard are rewritten a moment after the last
 change, and when the server stops.
 """
@@ -23,7 +26,7 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.classroom.review import Review, page_data
 
-COOKIE = "grader_review"
+HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 REFRESH_AFTER = 2.0
 """Seconds after the last change before grades.csv and the dashboard are rewritten."""
 
@@ -55,7 +58,8 @@ class _Served:
         self.dirty = asyncio.Event()
 
     def allowed(self, request: Any) -> bool:
-        given = request.query_params.get("token") or request.cookies.get(COOKIE) or ""
+        """The token in the address (never a cookie: see the module's note)."""
+        given = request.query_params.get("token") or ""
         return hmac.compare_digest(given.encode(), self.token.encode())
 
     async def page(self, request: Any) -> Any:
@@ -68,10 +72,8 @@ class _Served:
         data = await asyncio.to_thread(self._page_data)
         html = render.environment().get_template("review.html.j2").render(data=data, token=self.token,
                                                                           lesson=self.review.lesson)
-        response = HTMLResponse(html, headers={"Cache-Control": "no-store", "Content-Security-Policy":
-                                               "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"})
-        response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
-        return response
+        return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": "default-src 'self'; "
+                                                           "script-src 'unsafe-inline'; style-src 'unsafe-inline'"}))
 
     def _page_data(self) -> str:
         with self.lock:
@@ -84,13 +86,13 @@ class _Served:
         if not self.allowed(request) or student not in self.review.graded:
             return PlainTextResponse("no such report", 404)
         html = files.read_regular(self.review.out / "reports" / f"{student}.html").decode("utf-8")
-        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(html, headers=HEADERS)
 
     async def change(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
         header = request.headers.get("x-review-token", "").encode()
-        if not self.allowed(request) or not hmac.compare_digest(header, self.token.encode()):
+        if not hmac.compare_digest(header, self.token.encode()):
             return JSONResponse({"error": "refused: no token"}, 403)
         try:
             body = await request.json()
