@@ -491,7 +491,8 @@ measured = None
 # `TRACE_OVERLOADED` under `policy` with your fitted costs, made usable by the given
 # `clamp_costs(setup_ms, per_item_ms, live)`. Compare `predicted` with `measured`.
 # `grader check` recomputes `predicted` from your own `fit_service`, `clamp_costs`
-# and `simulate_batching`; grading compares it with the reference on your records.
+# and `simulate_batching`; grading also runs those functions on hidden records and
+# compares what they make with the reference's, so no point depends on your timings.
 #
 # **If `fit_service` refuses your own `live` records** (every batch had the same
 # size: a host so busy that the server always found `max_batch` requests waiting),
