@@ -133,6 +133,24 @@ def test_completion_is_read_from_the_source_and_only_where_a_timer_never_waits()
     assert completion.unwaited(book(dispatch), ("other",)) == []
 
 
+def test_a_timer_in_a_helper_that_measure_calls_is_followed_into_the_helper():
+    import nbformat
+
+    from grader.judge import completion
+
+    helper = ("import time\n\ndef _timed_call(fn, x):\n    t0 = time.perf_counter()\n    out = fn(x)\n"
+              "    return out, (time.perf_counter() - t0) * 1000\n")
+    measure = "def measure(batch, repeats=40):\n    return [_timed_call(infer, batch)[1] for _ in range(repeats)]\n"
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(helper), nbformat.v4.new_code_cell(measure)])
+    (said,) = completion.unwaited(book, ("measure",))
+    assert said.startswith("`_timed_call` (called by `measure`) (cell 1, line 6): the timer stops without waiting")
+    # a timed region in measure around a helper that waits does wait
+    waiting = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import time\n\ndef _run(x):\n    return infer(x).block_until_ready()\n\ndef measure(x):\n"
+        "    t = time.perf_counter()\n    _run(x)\n    return time.perf_counter() - t\n")])
+    assert completion.unwaited(waiting, ("measure",)) == []
+
+
 @pytest.mark.kernel
 def test_a_measure_without_block_until_ready_is_told_so_in_check_and_the_original_is_not(tmp_path):
     import subprocess
