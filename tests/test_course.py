@@ -246,3 +246,31 @@ def test_a_changed_late_policy_or_extension_applies_on_the_next_plain_run_and_sa
     assert excused.named["moved"] == ["1002: 2.7 -> 3"]  # the extension excuses the mark
     quiet = batch.run(folder, "inference-scaling", out, jobs=1, options=options, progress=False)
     assert quiet.named["moved"] == []  # the roster kept beside the gradebook still counts; nothing moves again
+
+
+@pytest.mark.kernel
+def test_nothing_of_the_private_state_is_in_results_reports_exports_or_a_portfolio(tmp_path, own_course):
+    import shutil
+
+    from grader.classroom import batch, platforms, portfolio
+
+    home = own_course("private")
+    assert CliRunner().invoke(cli.main, ["keys", "init"]).exit_code == 0
+    key, secret = (home / "private" / "course.key").read_bytes(), (home / "private" / "course.secret").read_bytes()
+    needles = [secret.strip(), key.splitlines()[1], str(home / "private").encode()]
+    folder = tmp_path / "class"
+    folder.mkdir()
+    samples = Path(__file__).resolve().parent.parent / "samples" / "inference-scaling"
+    for name in ("ada.ipynb", "ben.py"):
+        shutil.copy(samples / name, folder / name)
+    out = tmp_path / "out"
+    batch.run(folder, "inference-scaling", out, jobs=2, options=grading.Options(limits=FAST), progress=False)
+    platforms.export("prairielearn", out)
+    portfolio.build([out / "results" / "ada.json"], tmp_path / "ada.zip")
+    written = [p for p in out.rglob("*") if p.is_file()]
+    with zipfile.ZipFile(tmp_path / "ada.zip") as archive:
+        inside = [archive.read(name) for name in archive.namelist()]
+    assert len(written) > 8 and inside
+    for blob in [p.read_bytes() for p in written] + inside:
+        assert not any(needle in blob for needle in needles)
+    assert json.loads((out / "results" / "ada.json").read_text())["signature"]  # signed with the course's own key
