@@ -45,16 +45,19 @@ def main() -> None:
 @click.option("--md", "md_path", type=FILE, help="Write the evidence report as Markdown here.")
 @click.option("--notebook", "notebook_path", type=FILE,
               help="Write the freshly executed notebook here (a portfolio picks up RESULT.executed.ipynb beside RESULT.json).")
+@click.option("--student", help="Whose work it is (default: the handout's owner, else the file's name); said when used.")
 @sandbox_options
 def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, html_path: Path | None,
-              md_path: Path | None, notebook_path: Path | None, **flags: Any) -> None:
+              md_path: Path | None, notebook_path: Path | None, student: str | None, **flags: Any) -> None:
     """Grade one .ipynb or .py submission."""
     from grader import grading
     from grader.report import finish, render_text
 
     options = options_from(**flags)
+    if student is not None:
+        echo(f"grader: graded as {student} (--student), whatever the file or its handout says", err=True)
     try:
-        result = grading.grade(submission, lesson_id, options)
+        result = grading.grade(submission, lesson_id, options, student)
     except GraderError as err:  # the reason is also a `rejected` result where one was asked for
         finish.emit(grading.rejected(submission, str(err), lesson_id), json_path, html_path, md_path)
         raise

@@ -167,6 +167,9 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
     lesson = lessons.get(_lesson_id(lesson_id, submission))
+    key = options.handout_key or variants.handout_key(lesson.id, None if options.public_only else seeds.course_secret())
+    who, handout_of, named = variants.identity(lesson, submission.notebook, student, Path(submission.path).stem, key)
+    submission = dataclasses.replace(submission, student=who)
     restored, release = releases.restore(lesson, submission.notebook)
     restored, numbers, held = variants.own_numbers(lesson, restored, submission.student, Path(submission.path).name,
                                                    options)
@@ -181,7 +184,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
     verdicts = _verdicts(lesson, plans, probes, executed, submission, options, numbers)
     notes, verdicts = _noted(lesson, submission, release, verdicts)
-    notes[:0] = variants.held_elsewhere(submission.notebook, submission.student, numbers, held)
+    notes[:0] = named + variants.held_elsewhere(submission.notebook, submission.student, numbers, held)
     shown = _evidence(lesson, plans, probes)
     values = _values(lesson, ran.evidence_plan, probe.collect(
         ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, SKIPPED), nonce, options.limits.probe_payload_bytes))
@@ -213,7 +216,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                                     round(c.seconds, 3)) for c in executed.cells if c.status != "empty"),
         stored_outputs=len(submission.as_submitted),
         as_submitted=tuple(_differing(submission.as_submitted, executed.notebook)),
-        release=release, numbers=tuple(sorted(numbers.items())) if numbers else (),
+        release=release, numbers=tuple(sorted(numbers.items())) if numbers else (), handout_of=handout_of,
         explanations=tuple(parts.Explanation(e["cell_id"], e["kind"], e["text"],
                                              e["text"].strip() in handout.prompt_texts(lesson))
                            for e in submission.explanations),

@@ -3,6 +3,7 @@ uses the owner's numbers whatever the notebook holds, and says whose handout it 
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -112,10 +113,14 @@ def test_each_student_gets_full_marks_on_their_numbers_and_a_borrowed_handout_is
         assert result["numbers"] == variants.numbers_for(lesson, student, variants.seeds.course_secret())
     assert results["1001"]["numbers"] != results[lender]["numbers"]
     note = " ".join(results[borrower]["notes"])
-    assert "holds the numbers of another handout" in note and "handed out to 1001" in note
-    assert f"graded on {borrower}'s own numbers" in note
+    assert "holds the numbers of another handout" in note and f"graded on {borrower}'s own numbers" in note
+    assert "another student's handout (its owner mark says so)" in note
     report = (tmp_path / "out" / "reports" / f"{borrower}.html").read_text()
-    assert "handed out to 1001" in report
+    assert "1001" not in report  # a student is never shown another student's id ...
+    assert results[borrower]["handout_of"] == "1001" and "handout_of" not in results[lender]
+    said = f"{borrower} handed in the handout of 1001"  # ... the instructor is, with both names
+    assert said in (tmp_path / "out" / "index.html").read_text()
+    assert said in (tmp_path / "out" / "similarity.html").read_text()
 
 
 @pytest.mark.kernel
@@ -164,3 +169,44 @@ def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monk
     assert len(drawn) == 2 * validate.VARIANT_DRAWS
     assert all(numbers == held for _, numbers, held in drawn)  # each handout holds the numbers it is graded on
     assert any(numbers != variants.defaults(lessons.get(LESSON)) for _, numbers, _ in drawn)
+
+
+@pytest.mark.kernel
+def test_a_renamed_handout_is_graded_on_its_owners_numbers_and_the_reports_replay_reproduces_the_score(tmp_path, course):
+    import html
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
+                                  str(tmp_path / "handouts")])
+    lesson = lessons.get(LESSON)
+    secret = variants.seeds.course_secret()
+    owner = next(s for s in STUDENTS if variants.numbers_for(lesson, s, secret) != variants.defaults(lesson))
+    book = _filled(nbformat.read(tmp_path / "handouts" / f"{owner}.ipynb", as_version=4))
+    renamed = write(book, tmp_path / f"babbageben_{owner}_55502_{owner}.ipynb")  # the platform's name for the file
+    result = grading.grade(renamed, LESSON, grading.Options()).to_dict()
+    assert result["student"] == owner and result["numbers"] == variants.numbers_for(lesson, owner, secret)
+    assert full_marks(result) and not any("another handout" in n for n in result["notes"])
+    assert any(f"graded as {owner}, whose handout this is" in n for n in result["notes"])
+    edited = copy.deepcopy(book)  # a handout whose name was edited into another student's is nobody's
+    edited.metadata["grader"]["student"] = next(s for s in STUDENTS if s != owner)
+    assert variants.handout_owner(lesson, edited, secret) is None
+
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    write(book, canvas / f"babbageben_{owner}_55502_lab.ipynb")
+    batch.run(canvas, LESSON, tmp_path / "out", jobs=1, options=grading.Options(), progress=False)
+    graded = json.loads((tmp_path / "out" / "results" / f"{owner}.json").read_text())
+    report = (tmp_path / "out" / "reports" / f"{owner}.html").read_text()
+    replay = html.unescape(re.search(r"Replay this grade: <code>(.*?)</code>", report)[1])
+    argv = shlex.split(replay)
+    assert argv[:2] == ["grader", "grade"] and argv[argv.index("--student") + 1] == owner
+    unpacked = next((tmp_path / "out" / "unpacked").rglob(argv[2])) if (tmp_path / "out" / "unpacked").exists() \
+        else canvas / argv[2]
+    again = subprocess.run([sys.executable, "-m", "grader", *argv[1:], "--json", str(tmp_path / "replayed.json")],
+                           cwd=unpacked.parent, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    replayed = json.loads((tmp_path / "replayed.json").read_text())
+    assert (replayed["student"], replayed["score"], replayed["seed"]) == (owner, graded["score"], graded["seed"])

@@ -43,5 +43,8 @@ class Options:
     variant: tuple[tuple[str, float], ...] | None = None
     """The student's own numbers, decided by a batch's parent (so cluster workers need no course secret); None
     derives them where the course turned variants on for the lesson (variants.py), else the seed's."""
+    handout_key: str | None = None
+    """The key a lesson's handouts are marked with (variants.handout_key), decided by a batch's parent so that its
+    workers need no course secret; None derives it where the grade runs."""
     device_fallback: bool = False
     """Grade on the CPU when the requested device is absent (else refuse, saying so)."""

@@ -226,6 +226,8 @@ def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, da
                      ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
         if hit:
             named[key].append(student)
+    if data.get("handout_of"):  # another student's per-student handout, by its owner mark: the instructor is told
+        named.setdefault("foreign", []).append(f"{student} handed in {data['handout_of']}'s handout")
 
 
 def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_list.Roster | None,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import functools
 import hashlib
 import io
@@ -269,6 +270,8 @@ class Report:
     code: list[Pair]
     prose: list[Pair]
     students: dict[str, Written]
+    foreign: list[tuple[str, str]] = field(default_factory=list)
+    """(student, whose handout they handed in): another student's per-student handout, by its owner mark."""
 
     def as_json(self, unflagged: int = 50) -> dict[str, Any]:
         """`--json`'s form: every flagged pair, then the best `unflagged` others, per kind."""
@@ -286,8 +289,10 @@ class Report:
         flagged = [(p, name) for kind, name in ((self.code, "code"), (self.prose, "explanations")) for p in kind
                    if p.flagged]
         shown = ", ".join(f"{' & '.join(p.students)} ({name} {p.score})" for p, name in flagged[:10])
+        foreign = "; ".join(f"{student} handed in {owner}'s handout" for student, owner in self.foreign[:10])
         return (f"{len(self.students)} notebooks compared; {len(flagged)} pair(s) flagged for review above "
-                f"{self.threshold}" + (f": {shown}" if shown else "") + (" and more" if len(flagged) > 10 else ""))
+                f"{self.threshold}" + (f": {shown}" if shown else "") + (" and more" if len(flagged) > 10 else "")
+                + (f"; another student's handout: {foreign}" if foreign else ""))
 
 
 def batch_lesson(out: Path) -> str:
@@ -334,4 +339,21 @@ def of_batch(out: Path, lesson: Any, threshold: float = THRESHOLD) -> Report:
             notebooks[path.stem] = nbformat.reads(files.read_regular(path, 64 * 2**20).decode("utf-8"), as_version=4)
         except (OSError, ValueError, UnicodeDecodeError):
             continue  # a notebook the batch did not write whole is left out
-    return analyse(notebooks, handout.scaffold(lesson), threshold)
+    return dataclasses.replace(analyse(notebooks, handout.scaffold(lesson), threshold), foreign=sorted(_foreign(out)))
+
+
+def _foreign(out: Path) -> list[tuple[str, str]]:
+    """(student, owner) for each result that records another student's handout (GradeResult.handout_of)."""
+    import json
+
+    from grader.base import files
+
+    found = []
+    for path in sorted((out / "results").glob("*.json")):
+        try:
+            data = json.loads(files.read_regular(path, 64 * 2**20))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("handout_of"), str):
+            found.append((path.stem, data["handout_of"]))
+    return found

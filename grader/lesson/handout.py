@@ -24,18 +24,29 @@ PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 """`{{NAME}}` in a Markdown cell: one of the lesson's variant numbers, filled in for the student's handout."""
 
 
-def scaffold(lesson: lessons.Lesson, numbers: dict[str, float] | None = None) -> Any:
+def scaffold(lesson: lessons.Lesson, numbers: dict[str, float] | None = None,
+             figures: dict[str, Any] | None = None, text: bool = True) -> Any:
     """The student notebook built from `scaffold.py` (given cells + answer stubs), with the lesson's variant
-    numbers filled in: `numbers` where given (a student's own), else the seed's (each variant's first choice)."""
+    numbers filled in: `numbers` where given (a student's own), else the seed's (each variant's first choice).
+    A quoted figure of a case that varies is `figures`' (`exercise/index`: the reference's for those numbers);
+    with numbers of one's own and no such figure, it is refused, never the seed's. A placeholder that names
+    nothing is refused. `text=False`: the code alone is wanted (the reference's namespace); Markdown is left as
+    written."""
     path = lesson.folder / "scaffold.py"
     notebook = load.notebook_from_script(path.read_text(encoding="utf-8"))
     notebook.metadata["kernelspec"] = dict(load.KERNEL)
     notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1, "version": lesson.version}
-    values = {name: choices[0] for name, choices in lesson.variants} | dict(numbers or {})
+    seed = {name: choices[0] for name, choices in lesson.variants}
+    values = seed | dict(numbers or {})
+    own = values != seed
     for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            cell.source = FIGURE.sub(lambda m: _figure(lesson, m[1], int(m[2])), cell.source)
+        if cell.cell_type == "markdown" and text:
+            cell.source = FIGURE.sub(lambda m: _figure(lesson, m[1], int(m[2]), own, figures), cell.source)
             cell.source = PLACEHOLDER.sub(lambda m: f"{values[m[1]]:g}" if m[1] in values else m[0], cell.source)
+            left = ANY_PLACEHOLDER.search(cell.source)
+            if left:
+                raise LessonError(f"{path}: {left[0]} in cell {cell.get('id', '?')} names nothing (variants: "
+                                  f"{', '.join(values) or 'none'}; a stated figure is {{{{figure:EXERCISE/INDEX}}}})")
         elif cell.get("id") == lesson.variant_cell:
             cell.source = variant_source(cell.source, values)
     return notebook
@@ -46,11 +57,22 @@ FIGURE = re.compile(r"\{\{figure:([a-z0-9-]+)/(\d+)\}\}")
 text and the check never disagree."""
 
 
-def _figure(lesson: lessons.Lesson, exercise_id: str, index: int) -> str:
+ANY_PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}")
+"""Whatever `{{...}}` is left after the figures and the numbers are filled in: a placeholder that names nothing."""
+
+
+def _figure(lesson: lessons.Lesson, exercise_id: str, index: int, own: bool = False,
+            figures: dict[str, Any] | None = None) -> str:
     cases = lesson.exercise(exercise_id).cases
     if index >= len(cases) or not cases[index].has_expect:
         raise LessonError(f"lesson {lesson.id}: {{{{figure:{exercise_id}/{index}}}}} names no stated figure")
     value = cases[index].expect
+    if own and cases[index].varies:
+        key = f"{exercise_id}/{index}"
+        if figures is None or key not in figures:
+            raise LessonError(f"lesson {lesson.id}: {{{{figure:{key}}}}} quotes a figure that varies, and this "
+                              "handout's numbers are not the seed's: its figure must be computed for them")
+        value = figures[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return repr(value)
     return str(value) if isinstance(value, int) else f"{value:.12g}"

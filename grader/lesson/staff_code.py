@@ -30,7 +30,7 @@ def reference(lesson: lessons.Lesson, numbers: tuple[tuple[str, float], ...] = (
     answer cells tagged `reference`.
     """
     namespace: dict[str, Any] = {"__name__": f"reference_{lesson.id.replace('-', '_')}"}
-    for source in tagged(scaffold(lesson, dict(numbers)).cells, "reference"):
+    for source in tagged(scaffold(lesson, dict(numbers), text=False).cells, "reference"):
         exec(compile(source, f"<{lesson.id} given>", "exec"), namespace)
     for source in tagged(answer_cells(lesson).values(), "reference"):
         exec(compile(source, f"<{lesson.id} reference>", "exec"), namespace)

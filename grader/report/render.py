@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -250,8 +251,10 @@ def replay_command(result: dict[str, Any]) -> str:
     "" where the result holds no seed to replay."""
     if result.get("seed") is None or result.get("hash_seed") is None:
         return ""
-    return escape.command(["grader", "grade", result.get("submission") or "SUBMISSION", "--lesson",
-                           result.get("lesson") or "", "--seed", result["seed"], "--hash-seed", result["hash_seed"]])
+    submission, student = str(result.get("submission") or "SUBMISSION"), str(result.get("student") or "")
+    named = ["--student", student] if student and (result.get("numbers") or Path(submission).stem != student) else []
+    return escape.command(["grader", "grade", submission, "--lesson", result.get("lesson") or "", *named,
+                           "--seed", result["seed"], "--hash-seed", result["hash_seed"]])
 
 
 def _values_context(seen: Evidence) -> dict[str, Any]:
@@ -349,6 +352,7 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
             "exercises": exercises, "trouble": trouble,
             "absent": list(absent), "outside": [r["student"] for r in results if r.get("on_roster") is False],
             "late": [r["student"] for r in results if r.get("late")],
+            "foreign": [(r["student"], r["handout_of"]) for r in results if r.get("handout_of")],
             "regraded": changes is not None, "changes": list(changes or []),
             "similar": None if similar is None else _similar(similar),
             "exercise_ids": [ex.id for ex in lesson.exercises],

@@ -40,7 +40,7 @@ def similarity_data(report: Any, lesson: Any, others: int = 10) -> dict[str, Any
         kinds.append({"id": kind, "title": title, "flagged": flagged, "more": len(every) - len(flagged),
                       "others": [p for p in pairs if not p.flagged][:others]})
     return {"lesson": lesson.id, "title": lesson.title, "threshold": report.threshold,
-            "students": len(report.students), "kinds": kinds}
+            "students": len(report.students), "kinds": kinds, "foreign": list(getattr(report, "foreign", []))}
 
 
 def similarity_html(report: Any, lesson: Any, names: dict[str, str] | None = None) -> str:

@@ -134,6 +134,7 @@ def report_line(summary: Any) -> str:
               "outside": "not on the roster", "changed": "grades the regrade moved (changes.csv)",
               "moved": "recorded grades the course's policy, the roster or the review now moves (joined again, "
                        "nothing rerun)",
+              "foreign": "another student's handout (graded on the student's own numbers)",
               "untrusted": "recorded seeds not trusted (edited or unsigned), graded with freshly derived seeds",
               "unsigned": "recorded unsigned, before the course key (sign them: rerun with --regrade)"}
     if "changed" in summary.named and not summary.named["changed"]:
@@ -141,7 +142,7 @@ def report_line(summary: Any) -> str:
     for key, label in labels.items():
         names = summary.named.get(key, [])
         if names:
-            people = names if key in ("changed", "moved") else [who(getattr(summary, "names", {}), n) for n in names]
+            people = names if key in ("changed", "moved", "foreign") else [who(getattr(summary, "names", {}), n) for n in names]
             shown = ", ".join(people[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
             line += f"\n  {label}: {shown}"
     return line

@@ -170,7 +170,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     keep["device"] = f"{env.get('jax_backend') or '?'}: {env.get('jax_device_kind') or '?'}" if env else None
     arrived = mapping(data, "submitted_as")
     keep.update(name=arrived.get("name") or "", late=bool(arrived.get("late")), on_roster=arrived.get("on_roster"),
-                section=arrived.get("section") or "")
+                section=arrived.get("section") or "", handout_of=data.get("handout_of"))
     # The dashboard reads the first message of an exercise that did not pass, and nothing else of the messages;
     # ids, statuses and kinds repeat in every row, so each is kept once (interned).
     manual = mapping(data, "manual")

@@ -89,6 +89,9 @@ class GradeResult:
     manual: Manual | None = None
     """The instructor's part: written answers by rubric, overrides, the late penalty (manual.py); None when the
     lesson has none of them and nobody overrode anything."""
+    handout_of: str | None = None
+    """Whose per-student handout the notebook is, by its owner mark, where that is another student than the one
+    graded: for the instructor's views (dashboard, summary, similarity), never a student's report."""
     submitted_as: Submitted | None = None
     """How a batch received it (layout, files, name, late, roster match); None outside a batch."""
     notebook: Any = field(default=None, compare=False, repr=False)
@@ -110,6 +113,8 @@ class GradeResult:
                         explanations=[e.to_dict() for e in self.explanations],
                         release=self.release.to_dict() if self.release else None,
                         numbers=dict(self.numbers) or None)
+            if self.handout_of is not None:
+                data["handout_of"] = self.handout_of
         else:
             data.update(submission=self.submission, graded_at=self.graded_at)
             if self.digest is not None:
@@ -132,7 +137,7 @@ def read_result(data: dict[str, Any]) -> GradeResult:
         return tuple(kind.from_dict(item) for item in data.get(key) or () if isinstance(item, dict))
 
     plain = {"status", "lesson", "student", "score", "max_score", "error", "mode", "seed", "seed_from", "hash_seed",
-             "digest", "submission", "graded_at", "stored_outputs"}
+             "digest", "submission", "graded_at", "stored_outputs", "handout_of"}
     return GradeResult(
         **{k: data[k] for k in plain if k in data}, exercises=each(ExerciseResult, "exercises"),
         measured=Section.from_dict(data.get("measured")), simulated=Section.from_dict(data.get("simulated")),

@@ -169,13 +169,12 @@ def own_numbers(lesson: lessons.Lesson, notebook: Any, student: str, name: str,
 
 
 def held_elsewhere(notebook: Any, student: str, numbers: dict[str, float] | None, held: dict[str, float]) -> list[str]:
-    """A note when the notebook holds another handout's numbers (it is graded on the student's own)."""
+    """A note when the notebook holds another handout's numbers (it is graded on the student's own); it names
+    neither the other student nor their numbers (the instructor sees whose it was: GradeResult.handout_of)."""
     if numbers is None or not held or held == numbers:
         return []
-    owner = (notebook.metadata.get("grader") or {}).get("student")
-    return [f"this notebook holds the numbers of another handout ({shown(held)}"
-            + (f", handed out to {owner}" if isinstance(owner, str) and owner != student else "")
-            + f"); it was graded on {student}'s own numbers ({shown(numbers)})"]
+    return [f"this notebook holds the numbers of another handout; it was graded on {student}'s own numbers "
+            f"({shown(numbers)})"]
 
 
 def applied(lesson: lessons.Lesson, notebook: Any, numbers: dict[str, float]) -> tuple[Any, dict[str, float]]:
@@ -213,12 +212,55 @@ def public_figures(lesson: lessons.Lesson, numbers: dict[str, float]) -> dict[st
 
 
 def student_handout(lesson: lessons.Lesson, student: str, secret: bytes | None) -> Any:
-    """One student's handout: their numbers in the text and the variant cell, their public figures in its
-    metadata (for the self-check), and whose it is."""
+    """One student's handout: their numbers in the text (the figures it quotes computed for them) and the variant
+    cell, their public figures in its metadata (for the self-check), and whose it is, bound to the course (its
+    owner mark: an HMAC under the course secret that no one can move to another student's id)."""
     numbers = numbers_for(lesson, student, secret)
-    notebook = handout.scaffold(lesson, numbers)
-    notebook.metadata["grader"].update(student=student, public=public_figures(lesson, numbers))
+    figures = public_figures(lesson, numbers)
+    notebook = handout.scaffold(lesson, numbers, figures)
+    notebook.metadata["grader"].update(student=student, owner=owner_mark(lesson.id, student, secret), public=figures)
     return notebook
+
+
+def handout_key(lesson_id: str, secret: bytes | None) -> str:
+    """The key a lesson's handouts are marked with, derived from the course secret (a batch hands it to its workers,
+    which never see the secret itself)."""
+    message = "\0".join(("inference-grader handout key", lesson_id)).encode("utf-8", "surrogateescape")
+    return hmac.new(secret or b"inference-grader: no course secret", message, hashlib.sha256).hexdigest()
+
+
+def owner_mark(lesson_id: str, student: str, secret: bytes | None, key: str | None = None) -> str:
+    """What binds a handout to its student in this course: an HMAC of the student's id under the lesson's handout
+    key."""
+    key = key or handout_key(lesson_id, secret)
+    return hmac.new(bytes.fromhex(key), student.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()[:32]
+
+
+def handout_owner(lesson: lessons.Lesson, notebook: Any, secret: bytes | None, key: str | None = None) -> str | None:
+    """The student whose handout this notebook is, where its metadata names one and the owner mark holds under this
+    course's secret (an edited name, or a handout of another course, is no one's)."""
+    meta = notebook.metadata.get("grader") if isinstance(notebook.metadata, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    student, mark = meta.get("student"), meta.get("owner")
+    if not isinstance(student, str) or not isinstance(mark, str):
+        return None
+    return student if hmac.compare_digest(mark, owner_mark(lesson.id, student, secret, key)) else None
+
+
+def identity(lesson: lessons.Lesson, notebook: Any, given: str | None, stem: str,
+             key: str) -> tuple[str, str | None, list[str]]:
+    """(the student graded, whose handout it is where that is another student, notes): the student named (a
+    batch's platform identity, or --student), else the handout's owner by its mark, else the file's name."""
+    owner = handout_owner(lesson, notebook, None, key)
+    if given is not None:
+        if owner is not None and owner != given:
+            return given, owner, [f"this notebook is another student's handout (its owner mark says so); it was "
+                                  f"graded as {given}'s own work"]
+        return given, None, []
+    if owner is not None and owner != stem:
+        return owner, None, [f"graded as {owner}, whose handout this is by its owner mark (the file is named {stem})"]
+    return stem, None, []
 
 
 def shown(numbers: dict[str, float]) -> str:
@@ -255,6 +297,8 @@ def own_options(lesson: lessons.Lesson, options: Options, student: str, secret: 
     if options.seed is None:
         options = dataclasses.replace(options, seed=seeds.hidden_seed(lesson.id, student, secret),
                                       seed_from="course secret" if secret else "lesson and student")
+    if options.handout_key is None:
+        options = dataclasses.replace(options, handout_key=handout_key(lesson.id, secret))
     if not per_student or not lesson.variants:
         return options
     return dataclasses.replace(options, variant=tuple(sorted(numbers_for(lesson, student, secret).items())))
