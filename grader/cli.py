@@ -120,6 +120,8 @@ def release_cmd(lesson_id: str, out_dir: Path, per_student: bool, roster: Path |
 @main.command("validate")
 @click.argument("lesson_id")
 @click.option("--draws", type=click.IntRange(0, 1000), default=0, help="Ask the reference N more hidden draws.")
+@click.option("--seeds", type=click.IntRange(1, 200), default=5, show_default=True,
+              help="Each mistake the lesson declares is graded under this many seeds' hidden cases (one kernel run).")
 @click.option("--under-load", "runs", type=click.IntRange(2, 50),
               help="Instead: grade the reference and a declared mistake N times each beside busy processes, and say "
                    "when a score moves.")
@@ -127,7 +129,8 @@ def release_cmd(lesson_id: str, out_dir: Path, per_student: bool, roster: Path |
               help="--under-load: how many spinning processes.")
 @click.option("--mistake", help="--under-load: the declared mistake to grade (default: the first).")
 @sandbox_options
-def validate_cmd(lesson_id: str, draws: int, runs: int | None, busy: int, mistake: str | None, **flags: Any) -> None:
+def validate_cmd(lesson_id: str, draws: int, seeds: int, runs: int | None, busy: int, mistake: str | None,
+                 **flags: Any) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes; --under-load N: no point moves
     with the machine's load."""
     from grader import validate
@@ -139,7 +142,7 @@ def validate_cmd(lesson_id: str, draws: int, runs: int | None, busy: int, mistak
         held = steady.under_load(lesson_id, options_from(**flags), runs, busy, mistake)
         echo(render_text.steadiness_text(held))
         sys.exit(EXIT_UNSOUND if held.problems else EXIT_OK)
-    outcome = validate.validate(lesson_id, options_from(**flags), draws=draws)
+    outcome = validate.validate(lesson_id, options_from(**flags), draws=draws, seeds=seeds)
     echo(render_text.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
 

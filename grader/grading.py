@@ -104,7 +104,7 @@ def _seed(lesson: lessons.Lesson, student: str, options: Options) -> tuple[int, 
     return seeds.hidden_seed(lesson.id, student, secret), "course secret" if secret else "lesson and student"
 
 
-def _plans(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
+def plans_for(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
     hidden = {} if public_only else staff_code.hidden_cases(lesson, seed)
     columns = {case.name: case.columns for ex in lesson.exercises for case in ex.cases if case.columns}
     return [probe.ExercisePlan(ex.id, ex.needs, tuple(ex.cases) + tuple(
@@ -167,7 +167,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
     lesson = lessons.get(_lesson_id(lesson_id, submission))
-    key = options.handout_key or variants.handout_key(lesson.id, None if options.public_only else seeds.course_secret())
+    key = options.handout_key or variants.handout_key(lesson.id, seeds.course_secret())  # none on a student's machine
     who, handout_of, named = variants.identity(lesson, submission.notebook, student, Path(submission.path).stem, key)
     submission = dataclasses.replace(submission, student=who)
     restored, release = releases.restore(lesson, submission.notebook)
@@ -176,13 +176,13 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     submission = dataclasses.replace(submission, notebook=restored)
     seed, seed_from = _seed(lesson, submission.student, options)
     hash_seed = hash_seed_for(options, seed)
-    plans = _plans(lesson, seed, options.public_only)
-    ran = _run(lesson, submission, plans, options, hash_seed)
+    plans = plans_for(lesson, seed, options.public_only)
+    ran = run_submission(lesson, submission, plans, options, hash_seed)
     executed, nonce = ran.executed, ran.nonce
     judging = time.monotonic()
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, SKIPPED),
                                               nonce, options.limits.probe_payload_bytes) for plan in plans}
-    verdicts = _verdicts(lesson, plans, probes, executed, submission, options, numbers)
+    verdicts = verdicts_of(lesson, plans, probes, executed, submission, options, numbers)
     notes, verdicts = _noted(lesson, submission, release, verdicts)
     notes[:0] = named + variants.held_elsewhere(submission.notebook, submission.student, numbers, held)
     shown = _evidence(lesson, plans, probes)
@@ -224,7 +224,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     ), lesson)
 
 
-def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.ExercisePlan], options: Options,
+def run_submission(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.ExercisePlan], options: Options,
          hash_seed: int) -> _Ran:
     """Plan the isolation and the device, then run the notebook and its probes in a fresh kernel."""
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
@@ -254,7 +254,7 @@ def _run(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.
     return _Ran(executed, report, start, device, checked, fell_back, nonce, evidence_plan, given)
 
 
-def _verdicts(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe],
+def verdicts_of(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe],
               executed: run.Executed, submission: load.Submission, options: Options,
               numbers: dict[str, float] | None = None) -> list[judge.ExerciseResult]:
     """Each exercise judged here, outside the kernel, against the lesson's figures and the reference's answers

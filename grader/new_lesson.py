@@ -54,8 +54,37 @@ def {fn}(values):
     return "".join(parts)
 
 
+OPTIONAL_TABLES = """
+# What follows is optional, written out commented so that the skeleton shows it (docs/authoring.md says more).
+#
+# Numbers a course may give each student (grader release --variants): a given cell that assigns them, and each
+# name's choices, the first being the number that cell assigns (the text's own); `{{NAME}}` in the text shows it.
+# [variants]
+# cell = "given-numbers"
+# ARRIVAL_MS = [2.0, 1.5, 2.5]
+#
+# Names read after the run for the report, never graded: each `measured` (taken while grading) or `simulated`.
+# [evidence]
+# service_ms = "measured"
+#
+# The lesson's own words in its reports.
+# [report]
+# percentile_method = "linear (NumPy default)"
+# measured_units = "milliseconds"
+#
+# A written question: a markdown cell tagged explanation (or prediction), graded by rubric in grader review.
+# [[written]]
+# cell = "explanation"
+# title = "Your explanation"
+# points = 1
+# rubric = [
+#   { id = "reason", points = 1, text = "Says why, with the numbers of the exercise" },
+# ]
+"""
+
+
 def _toml(lesson_id: str, exercises: tuple[str, ...]) -> str:
-    text = f'id = "{lesson_id}"\ntitle = "{lesson_id}"\n'
+    text = f'id = "{lesson_id}"\ntitle = "{lesson_id}"\n' + OPTIONAL_TABLES
     for exercise in exercises:
         fn = _function(exercise)
         text += f"""

@@ -13,10 +13,11 @@ from typing import Any
 
 import nbformat
 
+from grader import authoring as authored, proof
 from grader.base.errors import GraderError
 from grader.grading import Options, grade
 from grader.judge import expectations, matching
-from grader.lesson import handout, lessons, staff_code
+from grader.lesson import handout, lessons, mistakes, staff_code
 from grader.result import variants
 from grader.result.record import GradeResult
 from grader.run import decoded
@@ -34,34 +35,64 @@ class Validation:
     """Grade of the bare student notebook."""
     problems: tuple[str, ...]
     """Everything that makes the lesson unsound; empty when it is sound."""
+    proof: tuple[proof.Caught, ...] = ()
+    """How often each declared mistake lost points on its exercise, over the seeds drawn."""
 
 
 def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None,
-             draws: int = 0) -> Validation:
+             draws: int = 0, seeds: int = len(proof.SEEDS)) -> Validation:
     """Prove a lesson sound: the course staff's code loads, stated figures agree with the reference, the reference
-    earns full marks and the bare scaffold zero points, the committed solution notebook is current, and (`draws`)
-    the reference answers every hidden case of that many more draws."""
+    earns full marks and the bare scaffold zero points, the committed solution notebook is current, (`draws`) the
+    reference answers every hidden case of that many more draws, and every mistake the lesson declares loses
+    points under each of `seeds` seeds."""
     lesson = lessons.get(lesson_id)
-    staff_code_loads(lesson)
-    defined = handout.top_level_names(handout.solution_notebook(lesson))
-    problems = [f"exercise {ex.id} needs `{name}`, which neither the given cells nor the reference answers define "
-                "(a typo in lesson.toml's needs?)" for ex in lesson.exercises for name in ex.needs if name not in defined]
-    problems += stated_figures(lesson) + _solution_notebook(lesson) + _draws(lesson, draws)
+    problems = quick(lesson) + _draws(lesson, draws)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         solution = Path(tmp) / "reference.ipynb"
         nbformat.write(handout.solution_notebook(lesson), str(solution))
         scaffold_path = handout.release(lesson.id, tmp)
         ref = grade(solution, lesson.id, options)
         bare = grade(scaffold_path, lesson.id, options)
-    for e in ref.exercises:
-        if e.status != "passed":
-            problems.append(f"reference fails {e.id}: {'; '.join(e.messages[:2])}")
+    problems += reference_problems(ref)
     for e in bare.exercises:
         if e.status == "passed" or e.score > 0:
             problems.append(f"the bare scaffold {'passes' if e.status == 'passed' else 'earns points in'} {e.id} "
                             f"({e.score:g} of {e.max_score:g}): its checks cannot tell an empty answer from a right one")
     problems += _variants(lesson, options, workdir)
-    return Validation(lesson.id, ref, bare, tuple(problems))
+    caught = tuple(proof.prove(lesson, options, tuple(range(proof.SEEDS[0], proof.SEEDS[0] + seeds)), workdir))
+    problems += [c.line() for c in caught if c.caught < c.seeds]
+    return Validation(lesson.id, ref, bare, tuple(problems), caught)
+
+
+def reference_problems(ref: GradeResult) -> list[str]:
+    """The reference's exercises that did not pass, in the author's words: a check of the lesson's that raised on
+    the reference's own answer is the check's fault (its file and line), never a student's."""
+    problems = []
+    for e in ref.exercises:
+        if e.status == "passed":
+            continue
+        raised = next((m for m in e.messages if "could not be judged" in m and "in the lesson's check" in m), None)
+        if raised:
+            cause = raised.split("could not be judged (", 1)[1].rsplit(")", 1)[0]
+            problems.append(f"{e.id}: the lesson's check raised on the reference's own answer ({cause}): the check "
+                            "is at fault, not a student")
+        else:
+            problems.append(f"reference fails {e.id}: {'; '.join(e.messages[:2])}")
+    return problems
+
+
+def quick(lesson: lessons.Lesson) -> list[str]:
+    """What can be proven without a kernel (the suite asks it of every lesson it finds): the staff's code loads, the
+    needed names are defined, the figures the lesson and its hidden cases state agree with the reference, the
+    properties run on the reference's answers, the first choice of every variant is the given cell's, the hidden
+    cases name the lesson's exercises, the declared mistakes load, and the solution notebook is current."""
+    staff_code_loads(lesson)
+    mistakes.declared(lesson)
+    defined = handout.top_level_names(handout.solution_notebook(lesson))
+    problems = [f"exercise {ex.id} needs `{name}`, which neither the given cells nor the reference answers define "
+                "(a typo in lesson.toml's needs?)" for ex in lesson.exercises for name in ex.needs if name not in defined]
+    return (problems + stated_figures(lesson) + authored.hidden_figures(lesson) + authored.properties_run(lesson)
+            + authored.variant_firsts(lesson) + authored.hidden_names(lesson) + authored.stale_solution(lesson))
 
 
 def staff_code_loads(lesson: lessons.Lesson) -> None:
@@ -83,19 +114,6 @@ def staff_code_loads(lesson: lessons.Lesson) -> None:
             hint = (" (a given cell the reference needs may lack the `reference` tag, or the name is misspelt)"
                     if isinstance(err, NameError) and frames and frames[-1].filename in folders else "")
             raise GraderError(f"{where}: {type(err).__name__}: {str(err)[:200]}{hint}") from None
-
-
-def _solution_notebook(lesson: lessons.Lesson) -> list[str]:
-    """The committed `solution.ipynb`, if stale or missing, named."""
-    path = lesson.solutions / "solution.ipynb"
-    try:
-        committed = [c.source for c in nbformat.read(str(path), as_version=4).cells]
-    except (OSError, ValueError):
-        return [f"{path} is missing or unreadable: run grader build-solution {lesson.id}"]
-    if committed != [c.source for c in handout.solution_notebook(lesson).cells]:
-        return [f"{path} is stale (the scaffold or the answers changed since it was built): run grader "
-                f"build-solution {lesson.id}"]
-    return []
 
 
 def _draws(lesson: lessons.Lesson, draws: int) -> list[str]:

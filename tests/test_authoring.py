@@ -65,6 +65,9 @@ def test_grader_new_writes_a_lesson_that_validates_and_validate_names_what_an_au
     made = _grader(course, "new", "queue-basics", "--exercise", "arrivals", "--exercise", "waits")
     assert made.returncode == 0, made.stderr
     assert "next: grader validate queue-basics" in made.stdout
+    toml = (course / "lessons" / "queue-basics" / "lesson.toml").read_text()
+    for table in ("# [variants]", "# [evidence]", "# [report]", "# [[written]]"):  # the skeleton shows them, off
+        assert table in toml, table
     assert _grader(course, "validate", "queue-basics").returncode == 0
     again = _grader(course, "new", "queue-basics")
     assert again.returncode == 2 and "exists already; nothing was written" in again.stderr

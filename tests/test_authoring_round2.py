@@ -59,3 +59,99 @@ def test_a_placeholder_that_names_nothing_is_refused(course_copy, placeholder):
     _quote(course_copy, placeholder)
     with pytest.raises(LessonError, match=r"names nothing"):
         handout.scaffold(lessons.get(LESSON))
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+    lessons.forget()
+
+
+def test_an_exercise_id_renamed_in_one_place_only_is_named_where_it_loads(course_copy):
+    toml = course_copy / "lessons" / LESSON / "lesson.toml"
+    _edit(toml, 'id = "batch-collection"', 'id = "collection"')
+    _edit(toml, 'needs = ["collection_wait"]\n', "")
+    with pytest.raises(LessonError, match=r"exercise 'collection' has no `needs` and no answer cell `answer-collection`"):
+        lessons.get(LESSON)
+
+
+def test_validate_speaks_to_the_author_about_variants_hidden_cases_and_properties(course_copy):
+    from grader import validate
+
+    lesson_dir, solutions = course_copy / "lessons" / LESSON, course_copy / "solutions" / LESSON
+    _edit(lesson_dir / "lesson.toml", "BURST_REQUESTS = [4, 3, 5, 6]", "BURST_REQUESTS = [3, 4, 5, 6]")
+    _edit(solutions / "hidden.py", '        {"call": "plan_replicas", "args": [0.0, 200.0, 0.7], "raises": "ValueError"},',
+          '        {"call": "plan_replicas", "args": [300.0, 200.0, 0.7], "expect": 8},\n'
+          '        {"call": "plan_replicas", "args": [0.0, 200.0, 0.7], "raises": "ValueError"},')
+    said = validate.quick(lessons.get(LESSON))
+    assert any("[variants] BURST_REQUESTS's first choice is 3, but the given cell 'given-variant' assigns 4" in s
+               for s in said), said
+    # by hand: ceil(300 / (0.7 * 200)) = ceil(2.14) = 3 replicas; the case states 8, and the message says so in
+    # that order, naming the file (the student's words "your answer differs" would swap the roles)
+    assert any("hidden.py (replica-plan, seed 1): the case `plan_replicas(300.0, 200.0, 0.7)` states 8, but the "
+               "reference answers 3" in s for s in said), said
+
+
+@pytest.mark.kernel
+def test_a_check_that_raises_on_the_references_own_answer_is_the_lessons_fault(course_copy, tmp_path):
+    import nbformat
+    from conftest import FAST
+
+    from grader import grading, validate
+
+    _edit(course_copy / "lessons" / LESSON / "properties.py", '    batch = int(case.args[0])\n',
+          '    batch = int(case.args[0])\n    1 / 0\n')
+    lesson = lessons.get(LESSON)
+    path = tmp_path / "reference.ipynb"
+    nbformat.write(handout.solution_notebook(lesson), str(path))
+    ref = grading.grade(path, LESSON, grading.Options(limits=FAST))
+    (said,) = validate.reference_problems(ref)
+    assert said.startswith("measure: the lesson's check raised on the reference's own answer (ZeroDivisionError")
+    assert "properties.py, line 65)" in said  # the `1 / 0` put in measure_report, by count and said.endswith("the check is at fault, not a student")
+
+
+def test_a_stale_solution_notebook_says_what_changed(course_copy):
+    from grader import new_lesson, validate
+
+    _quote(course_copy, "they finish at {{figure:burst/0}}")
+    new_lesson.build_solution(LESSON)
+    assert validate.authored.stale_solution(lessons.get(LESSON)) == []
+    _edit(course_copy / "lessons" / LESSON / "lesson.toml", "expect = [2, 4, 6, 8]", "expect = [2, 4, 6, 9]")
+    (said,) = validate.authored.stale_solution(lessons.get(LESSON))
+    assert "is stale: the figures lesson.toml states (quoted in the text) changed" in said and "answers.py" not in said
+    _edit(course_copy / "solutions" / LESSON / "answers.py", "return int(np.sum(", "return int(0 + np.sum(")
+    (said,) = validate.authored.stale_solution(lessons.get(LESSON))
+    assert "answers.py and the figures lesson.toml states" in said
+
+
+@pytest.mark.parametrize("lesson_id", lessons.available())
+def test_every_lesson_in_the_course_is_sound_without_a_kernel(lesson_id):
+    from grader import validate
+
+    assert validate.quick(lessons.get(lesson_id)) == []
+
+
+@pytest.mark.kernel
+def test_a_declared_mistake_the_hidden_cases_miss_under_some_seeds_is_named(tmp_path, monkeypatch):
+    from conftest import FAST
+
+    from grader import grading, proof
+
+    home = tmp_path / "course"
+    shutil.copytree(ROOT / "lessons" / "dynamic-batching", home / "lessons" / "dynamic-batching")
+    shutil.copytree(ROOT / "solutions" / "dynamic-batching", home / "solutions" / "dynamic-batching")
+    (home / "course.toml").write_text('name = "copy"\ntimezone = "UTC"\n')
+    monkeypatch.setenv("GRADER_COURSE", str(home))
+    hidden = home / "solutions" / "dynamic-batching" / "hidden.py"
+    _edit(hidden, '    drawn["batcher-sim"].append(_last_batch_full(rng))', "")  # the case that targets it, gone
+    try:
+        lesson = lessons.get("dynamic-batching")
+        found = {c.mistake.name: c for c in proof.prove(lesson, grading.Options(limits=FAST), tuple(range(7000, 7010)))}
+    finally:
+        lessons.forget()
+    missed = found["the last batch never full"]
+    assert 0 < missed.caught < missed.seeds == 10
+    assert missed.line() == (f"the mistake 'the last batch never full' passes batcher-sim under "
+                             f"{10 - missed.caught} of 10 seeds: a hidden case that targets it is not drawn every time")
+    assert found["a closed-loop replay"].caught == 10

@@ -7,7 +7,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 ROOMS = ["base", "intake", "lesson", "kernel", "run", "judge", "result", "report",
-         "grading", "in_notebook", "watch", "validate", "steady", "new_lesson", "classroom", "cli_flags", "cli_class", "cli"]
+         "grading", "in_notebook", "watch", "authoring", "proof", "validate", "steady", "new_lesson", "classroom", "cli_flags", "cli_class", "cli"]
 """The stages in data-flow order: a folder of `grader/` (load -> run -> judge -> record -> render -> the class) or a
 module at its top (the spine `grading`, the commands beside it, the door `cli`)."""
 MAX_TOP = 12

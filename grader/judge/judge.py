@@ -236,7 +236,12 @@ def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: lis
     except GraderError:
         raise
     except Exception as err:
-        reason = f"{type(err).__name__}: {err}"[:200]
+        import traceback
+
+        checked = [f for f in traceback.extract_tb(err.__traceback__) if f.filename.endswith("properties.py")]
+        where = f" in the lesson's check {checked[-1].name} ({checked[-1].filename}, line {checked[-1].lineno})" \
+            if checked else ""
+        reason = f"{type(err).__name__}: {str(err)[:160]}{where}"[:400]
         return ExerciseResult(exercise.id, "error", 0.0, exercise.points, exercise.kind,
                               (f"your answer for `{exercise.id}` could not be judged ({reason}); "
                                "return plain numbers, lists or arrays of the expected sizes",), scoring=exercise.scoring,

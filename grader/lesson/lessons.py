@@ -207,6 +207,11 @@ def _derived_needs(scaffold: Path, exercises: tuple[Exercise, ...]) -> tuple[Exe
                 names.append(node.name)
             elif isinstance(node, ast.Assign):
                 names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if not ex.needs and not names:
+            stubs = sorted(str(key) for key in cells if str(key).startswith("answer-"))
+            raise LessonError(f"{scaffold}: exercise '{ex.id}' has no `needs` and no answer cell `answer-{ex.id}` to "
+                              f"derive them from (its answer cells: {', '.join(stubs) or 'none'}): was an id renamed "
+                              "in one place only?")
         derived.append(ex if ex.needs else dataclasses.replace(ex, needs=tuple(dict.fromkeys(names))))
     return tuple(derived)
 

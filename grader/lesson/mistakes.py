@@ -1,7 +1,7 @@
 """The mistakes a lesson's hidden cases are built to catch (`solutions/<id>/mistakes.toml`, staff only): each a
 name, the exercise that must lose points for it, and a wrong version of answer cells (a patch in the notebook's
-`# %%` form). A notebook with a mistake is the reference's solution notebook with those cells in its answers'
-place."""
+`# %%` form: `answer-...` cells replace the solution's of the same id, `extra-...` cells are added at the end, other
+cells are comments). A notebook with a mistake is the reference's solution notebook so patched."""
 
 from __future__ import annotations
 
@@ -65,13 +65,15 @@ def notebook(lesson: Any, mistake: Mistake) -> Any:
     from grader.lesson import handout
 
     book = handout.solution_notebook(lesson)
-    cells = {c.get("id"): c.source for c in load.notebook_from_script(mistake.patch.read_text("utf-8")).cells
-             if c.cell_type == "code"}
+    patch = [c for c in load.notebook_from_script(mistake.patch.read_text("utf-8")).cells if c.cell_type == "code"]
+    cells = {c.get("id"): c.source for c in patch if str(c.get("id", "")).startswith("answer-")}
     ids = {cell.get("id") for cell in book.cells}
     unknown = sorted(set(cells) - ids)
-    if unknown:
-        raise LessonError(f"{mistake.patch}: names cells the solution notebook has not ({', '.join(unknown)})")
+    if unknown or not cells:
+        raise LessonError(f"{mistake.patch}: names {'cells the solution notebook has not (' + ', '.join(unknown) + ')'}"
+                          if unknown else f"{mistake.patch}: holds no answer cell (`# %% id=answer-...`)")
     for cell in book.cells:
         if cell.get("id") in cells:
             cell.source = cells[cell["id"]]
+    book.cells.extend(c for c in patch if str(c.get("id", "")).startswith("extra-"))  # cells of the student's own
     return book

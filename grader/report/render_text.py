@@ -80,6 +80,11 @@ def validation_text(outcome: Any) -> str:
              f"reference: {ref_passed}/{len(ref.exercises)} passed (score {ref.score:g}/{ref.max_score:g}, seed {ref.seed})",
              f"scaffold: {bare_passed} passed (score {bare.score:g}/{bare.max_score:g})",
              "nothing crashed: both notebooks were graded to the end"]
+    caught = getattr(outcome, "proof", ())
+    if caught:
+        lines.append("declared mistakes: " + ("every declared mistake is caught under every seed"
+                                              if all(c.caught == c.seeds for c in caught) else "not all caught"))
+        lines += [f"  {c.line()}" for c in caught]
     if outcome.problems:
         lines.append("UNSOUND:")
         lines += [f"  - {p}" for p in outcome.problems]

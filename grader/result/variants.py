@@ -116,7 +116,7 @@ def found_numbers(lesson: lessons.Lesson, notebook: Any) -> tuple[int | None, di
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        values = _assigned(cell.source)
+        values = assigned(cell.source)
         if not names <= set(values):
             continue
         held = {name: values[name] for name in names}
@@ -126,7 +126,7 @@ def found_numbers(lesson: lessons.Lesson, notebook: Any) -> tuple[int | None, di
     return first if first is not None else (None, {})
 
 
-def _assigned(source: str) -> dict[str, float]:
+def assigned(source: str) -> dict[str, float]:
     """The names a cell assigns a number at top level."""
     try:
         tree = ast.parse(source)

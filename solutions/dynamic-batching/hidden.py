@@ -142,4 +142,14 @@ def cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
                  "args": [_records(rng, [1, 4, *rng.integers(1, 9, size=int(rng.integers(3, 9))).tolist()]),
                           {"kernel": "policy"}]})
     drawn["service-fit"] = fits
+    drawn["batcher-sim"].append(_last_batch_full(rng))  # drawn last: every other case stays as it was drawn before
     return drawn
+
+
+def _last_batch_full(rng: np.random.Generator) -> dict[str, Any]:
+    """A trace whose last requests fill a batch exactly, after an idle gap, long before the wait runs out: the rule
+    dispatches that batch when it is full; a simulator that never sees the last batch as full waits the bound."""
+    size = int(rng.integers(2, 6))
+    first = [k * 0.25 for k in range(int(rng.integers(1, 2 * size)))]
+    last = [40.0 + k * 0.25 for k in range(size)]
+    return _sim(first + last, size, _quarters(rng, 6, 12), _quarters(rng, 0.25, 1.5), _quarters(rng, 0.25, 0.5))
