@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from grader.classroom import similarity
@@ -191,11 +192,48 @@ def test_grader_check_inside_a_notebook_prints_the_public_verdicts(tmp_path):
         nbformat.v4.new_code_cell(f"__session__ = {str(target)!r}\nfound = grader.check()"),
     ])
     NotebookClient(book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    said = ["".join(o.get("text", "") for o in cell.outputs) for cell in book.cells]
-    assert "PASS     batch-sweep" in said[0] and "PASS     crossover" in said[0] and "public checks only" in said[0]
-    assert "crossover" in said[1] and "batch-sweep" not in said[1]
-    assert said[3].startswith("save first: hw.ipynb on disk does not hold the cells you just ran")
-    assert "PASS     crossover" in said[3]
+    shown = [[o for o in cell.outputs if o.get("output_type") in ("display_data", "update_display_data")]
+             for cell in book.cells]
+    plain = ["".join(o.get("data", {}).get("text/plain", "") for o in outs) for outs in shown]
+    rich = ["".join(o.get("data", {}).get("text/html", "") for o in outs) for outs in shown]
+    # one display per check (the progress line became the verdicts), even where the check was assigned
+    assert [len(outs) for outs in shown] == [1, 1, 0, 1]
+    assert "PASS     batch-sweep" in plain[0] and "PASS     crossover" in plain[0] and "public checks only" in plain[0]
+    assert "<table>" in rich[0] and "not graded yet" in rich[0] and "checking" not in rich[0]
+    assert "crossover" in plain[1] and "batch-sweep" not in plain[1]
+    assert plain[3].startswith("save first: hw.ipynb on disk does not hold the cells you just ran")
+    assert "PASS     crossover" in plain[3] and "save first" in rich[3]
+    assert "".join(plain).count("Hidden cases are drawn when your notebook is graded") == 3  # once a check
+
+
+def test_a_cell_saved_as_a_list_of_lines_is_found_saved_and_an_edited_one_is_not(tmp_path):
+    from grader import in_notebook
+
+    cell = "def twice(x):\n    return 2 * x\n\nanswer = twice(21)"
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    path = tmp_path / "hw.ipynb"
+    nbformat.write(book, str(path))
+    assert isinstance(__import__("json").loads(path.read_text())["cells"][0]["source"], list)  # as Jupyter saves it
+    saved = in_notebook.saved_cells(path)
+    assert not in_notebook.unsaved([cell, "import grader\ngrader.check()"], saved)
+    assert in_notebook.unsaved([cell + "\n# edited"], saved)
+
+
+def test_the_graders_own_cells_are_not_run_at_grading_nor_their_outputs_compared(tmp_path):
+    from grader.intake import load
+
+    for mine in ("import grader\ngrader.check()", "grader.check('hw.ipynb', 'crossover')", "from grader import check\nr = check()",
+                 "grader.submit()"):
+        assert load.is_grader_cell(mine), mine
+    for theirs in ("import grader\nx = 1\ngrader.check()", "print(grader.check())", "import grader", "check = 2"):
+        assert not load.is_grader_cell(theirs), theirs
+    check_cell = nbformat.v4.new_code_cell("import grader\ngrader.check()")
+    check_cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="3 of 3 exercises pass")]
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), check_cell])
+    path = tmp_path / "hw.ipynb"
+    nbformat.write(book, str(path))
+    read = load.read(path)
+    assert read.notebook.cells[1].source == "" and read.as_submitted == ()
 
 
 @pytest.mark.kernel

@@ -74,6 +74,7 @@ def read(path: str | Path, student: str | None = None) -> Submission:
     else:
         notebook = _notebook_from_json(path.name, text)
     notes = _force_kernel(notebook)
+    _quiet_grader_cells(notebook)
     as_submitted = _take_outputs(notebook)
     _validate(path.name, notebook)
     meta = notebook.metadata.get("grader", {})
@@ -88,6 +89,47 @@ def read(path: str | Path, student: str | None = None) -> Submission:
         lesson_hint=hint,
         explanations=_explanations(notebook),
     )
+
+
+GRADER_CALLS = ("check", "submit")
+"""The grader's own functions a notebook calls (`grader.check()`, `grader.submit()`)."""
+
+
+def is_grader_cell(source: str) -> bool:
+    """A cell that only imports the grader and calls its own functions: the grader's, not the student's work."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+
+    def grader_call(node: Any) -> bool:
+        func = node.func if isinstance(node, ast.Call) else None
+        return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "grader"
+                and func.attr in GRADER_CALLS) or (isinstance(func, ast.Name) and func.id in GRADER_CALLS)
+
+    calls = 0
+    for node in body:
+        if isinstance(node, ast.Import) and all(alias.name == "grader" for alias in node.names):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "grader":
+            continue
+        if isinstance(node, (ast.Expr, ast.Assign)) and grader_call(node.value):
+            calls += 1
+            continue
+        return False
+    return calls > 0
+
+
+def _quiet_grader_cells(notebook: Any) -> None:
+    """The grader's own cells (`grader.check()`) are never run at grading and their stored output never compared:
+    their source and outputs are emptied (an empty cell is not run)."""
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.source.strip() and is_grader_cell(cell.source):
+            cell.source = ""
+            cell.outputs = []
+            cell.execution_count = None
 
 
 def _read(path: Path) -> bytes:
