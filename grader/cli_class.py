@@ -122,7 +122,12 @@ def verify_cmd(target: Path, key_path: Path | None) -> None:
     from grader.classroom import verify
     from grader.result import sign
 
-    key_path = key_path or sign.course_public_key_path()
+    if key_path is None:
+        try:
+            key_path = sign.course_public_key_path()
+        except sign.KeyProblem:  # a student's own machine: unsigned files verify as unsigned, signed ones unchecked
+            echo("grader: note: no course public key here: signed results cannot be checked (pass --key course.pub)",
+                 err=True)
     lines = verify.file(target, key_path)
     for line in lines:
         echo(line.text())
@@ -185,7 +190,7 @@ def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None
                reason: str, grader_name: str, port: int) -> None:
     """Grade the written answers of a batch by rubric in the browser (OUTDIR: the batch's --out), or through a CSV;
     override an exercise's score with a reason. Every decision joins the student's grade, re-signed."""
-    from grader.classroom import review, review_app
+    from grader.classroom import review, review_app, review_csv
 
     if export_path or import_path or override:
         opened = review.Review(out_dir, grader_name)
@@ -195,9 +200,9 @@ def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None
                 opened.override(student, exercise, None if score == "auto" else _score(score), reason)
                 echo(f"{student}: {exercise} {'back to the autograder' if score == 'auto' else 'set to ' + score}")
             if import_path:
-                echo(f"{opened.import_csv(import_path)} decisions taken from {import_path}")
+                echo(f"{review_csv.import_csv(opened, import_path)} decisions taken from {import_path}")
             if export_path:
-                echo(f"{opened.export_csv(export_path)} answers written to {export_path}")
+                echo(f"{review_csv.export_csv(opened, export_path)} answers written to {export_path}")
             opened.refresh()
         finally:
             opened.close()

@@ -135,6 +135,11 @@ def test_with_bubblewrap_denied_and_nobody_unable_to_run_python_student_code_nev
     assert "the kernel ran as root (without isolation: GRADER_ALLOW_ROOT_KERNEL=1 allowed it)" in allowed["output"]
 
 
+_PYTHON = [Path(sys.base_prefix), Path(sys.prefix), Path(__import__("grader").__file__).resolve().parent]
+"""What a container's setup.sh makes readable by nobody: the interpreter, its environment and the grader's package
+(from any clone: a checkout inside a folder only its owner may enter still serves nobody its package)."""
+
+
 def _container(argv: list[str], readable: list[Path]) -> list[str]:
     """`argv` in a mount namespace of its own where each folder of `readable` can be read by others (a folder
     above it that others may not enter is replaced by an empty one holding only it): a container whose setup.sh
@@ -164,7 +169,7 @@ def test_without_namespaces_the_kernel_runs_as_nobody_and_nothing_it_leaves_outl
     root = _layout(bundle, tmp_path / "autograder")
     notebook, mark = _hostile(tmp_path, root)
     shutil.copy(notebook, root / "submission" / notebook.name)
-    prefix = _container([], [Path(sys.base_prefix), Path(sys.prefix)])[:-1] + ["--"]
+    prefix = _container([], _PYTHON)[:-1] + ["--"]
     data = _run(root, prefix, PATH=f"{denied_bwrap}:{os.environ['PATH']}")
     assert data["score"] == 3.0, data["output"]
     assert "Isolation: sandbox nobody, the kernel ran as nobody" in data["output"]
@@ -194,7 +199,7 @@ def test_nothing_of_nobodys_outlives_the_grade_and_the_platforms_record_is_close
         text = text.replace(f"__{key}__", value)
     write(patched_solution(LESSON, text), root / "submission" / "sub.ipynb")
     # as on Gradescope, where /autograder is open to others (setup.sh): only the grader can close the record
-    prefix = _container([], [Path(sys.base_prefix), Path(sys.prefix), root, denied_bwrap])[:-1] + ["--"]
+    prefix = _container([], [*_PYTHON, root, denied_bwrap])[:-1] + ["--"]
     try:
         data = _run(root, prefix, PATH=f"{denied_bwrap}:{os.environ['PATH']}")
         assert "the kernel ran as nobody" in data["output"]

@@ -210,14 +210,14 @@ def test_the_ca_and_its_folder_are_not_writable_by_others_under_umask_000(tmp_pa
 # 7. (low) the spreadsheet round trip gives back what was exported
 
 def test_an_export_read_back_keeps_ids_and_comments_that_look_like_formulas(tmp_path):
-    from grader.classroom import review
+    from grader.classroom import review_csv
 
-    rows = [list(review.CSV_COLUMNS), ["-ben", "explanation", "1", "2", "", "-0.5: no units", "=ta"],
+    rows = [list(review_csv.CSV_COLUMNS), ["-ben", "explanation", "1", "2", "", "-0.5: no units", "=ta"],
             ["ada", "explanation", "", "2", "overhead;jitter", "+ fine | good", ""]]
     path = tmp_path / "marks.csv"
     path.write_text(escape.csv_text(rows))
     assert "'-ben" in path.read_text()  # neutralised for the spreadsheet
-    back = [row for _, row in review._rows(path)]
+    back = [row for _, row in review_csv._rows(path)]
     assert [back[0]["student"], back[0]["comment"], back[0]["grader"]] == ["-ben", "-0.5: no units", "=ta"]
     assert back[1]["comment"] == "+ fine | good" and back[1]["rubric"] == "overhead;jitter"
 

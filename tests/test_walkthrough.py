@@ -24,7 +24,7 @@ from grader.judge import judge
 from grader.judge.judge import CaseVerdict
 from grader.kernel import sandbox
 from grader.lesson import handout, lessons, staff_code
-from grader.report import figure, render
+from grader.report import absent, figure, render
 from grader.result import gradebook
 from grader.result.evidence import Evidence
 
@@ -218,12 +218,12 @@ def test_a_report_says_why_the_comparison_is_absent():
             "simulated": {"values": {"service_simulated": None}},
             "exercises": [{"id": "live-replay", "status": "failed", "messages": ["closed-loop"]},
                           {"id": "service-fit", "status": "passed", "messages": ["all passed"]}]}
-    why = render.comparison_absent(data, spec)
+    why = absent.comparison_absent(data, spec)
     assert why.startswith("No table or figure of Measured service (loopback) beside the simulation on this run")
     assert "`service_measured` and `service_simulated` undefined" in why and "live-replay (failed)" in why
     data["measured"]["values"]["service_measured"] = {"total": [1.0]}
     data["simulated"]["values"]["service_simulated"] = {"total": [1.0]}
-    assert render.comparison_absent(data, spec) == ""
+    assert absent.comparison_absent(data, spec) == ""
 
 
 def test_compute_bars_stay_visible_beside_a_backlogged_total():

@@ -30,6 +30,7 @@ from typing import Any
 
 from grader.base import escape, files
 from grader.base.errors import GraderError
+from grader.base.shapes import mapping
 from grader.intake import layouts, roster as class_list
 from grader.lesson import lessons
 from grader.report import render, render_text
@@ -137,9 +138,34 @@ def prairielearn_results(data: dict[str, Any]) -> dict[str, Any]:
     tests = [{"name": test.name, "points": test.score, "max_points": test.max_score,
               "message": test.output[:2000], "output": "passed" if test.passed else "failed"}
              for exercise in data["exercises"] for test in _platform_tests(exercise)]
+    tests += _instructors_tests(data)
     total = float(data.get("max_score") or 0)
     return {"gradable": True, "score": float(data.get("score") or 0) / total if total else 0.0,
             "message": f"{render.points(data.get('score', 0))} / {render.points(total)}", "tests": tests}
+
+
+def _instructors_tests(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The instructor's part as tests of their own, so that the tests add up to the score and its maximum: each
+    written question (its points, or 0 of them until graded), each override (what it moved), the late penalty."""
+    part = mapping(data, "manual")
+    tests = []
+    for w in part.get("written") or []:
+        if isinstance(w, dict):
+            graded = w.get("points") is not None
+            tests.append({"name": f"written: {w.get('question')}", "points": float(w.get("points") or 0.0),
+                          "max_points": float(w.get("max_points") or 0.0),
+                          "message": "graded by rubric" if graded else "not graded yet",
+                          "output": "graded" if graded else "not graded yet"})
+    for o in part.get("overrides") or []:
+        if isinstance(o, dict):
+            moved = float(o.get("score") or 0.0) - float(o.get("autograded") or 0.0)
+            tests.append({"name": f"override: {o.get('exercise')}", "points": moved, "max_points": 0.0,
+                          "message": str(o.get("reason") or "")[:2000], "output": "overridden"})
+    late = mapping(part, "late")
+    if late.get("points"):
+        tests.append({"name": "late penalty", "points": -float(late["points"]), "max_points": 0.0,
+                      "message": f"{late.get('days')} day(s) late: -{late.get('percent')}%", "output": "late"})
+    return tests
 
 
 # ---- exports over a batch's gradebook ----
@@ -176,6 +202,8 @@ def export(fmt: str, batch_dir: str | Path, out: str | Path | None = None, lesso
     results, lesson_id = _latest(batch_dir, lesson_id)
     if fmt == "prairielearn":
         for data in results:
+            if mapping(data, "submitted_as").get("on_roster") is False:
+                continue  # not of the class the roster lists (a platform's test student, say)
             files.write_text(target / data["student"] / "results.json", json.dumps(prairielearn_results(data), indent=2))
         return target
     if fmt == "canvas":

@@ -10,8 +10,6 @@ another, so one decision grades a group. Every decision is saved at once
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,9 +23,6 @@ from grader.lesson import lessons
 from grader.lesson.written import Question
 from grader.result import gradebook, joining, sign
 from grader.result.manual import Override, WrittenGrade
-
-CSV_COLUMNS = ("student", "question", "points", "max_points", "rubric", "comment", "grader")
-MAX_CSV_BYTES = 32 * 1024**2
 
 
 @dataclass
@@ -135,9 +130,11 @@ class Review:
                 answer.decision = decided.get((student, cell))
 
     def progress(self) -> dict[str, tuple[int, int]]:
-        """Per question: (answers graded, answers)."""
-        return {cell: (sum(a.decision is not None for a in answers.values()), len(answers))
-                for cell, answers in self.answers.items()}
+        """Per question: (answers graded, answers), of the class: a student the roster leaves out (a platform's test
+        student) can be graded, and is not counted."""
+        counted = {s for s, row in self.graded.items() if row.get("on_roster") is not False}
+        return {cell: (sum(a.decision is not None for s, a in answers.items() if s in counted),
+                       sum(1 for s in answers if s in counted)) for cell, answers in self.answers.items()}
 
     def decide(self, cell: str, students: list[str], items: list[str], comment: str = "",
                points: float | None = None, grader: str | None = None) -> float:
@@ -182,9 +179,9 @@ class Review:
         return students
 
     def override(self, student: str, exercise: str, score: float | None, reason: str) -> None:
-        """Set an exercise's score by hand, with a reason (None: give it back to the autograder)."""
-        if student not in self.graded:
-            raise GraderError(f"no graded result for student {student!r}")
+        """Set an exercise's score by hand, with a reason (None: give it back to the autograder). The student is
+        named by the id the batch graded, or any id the roster gives them (a login, an SIS id)."""
+        student = self.graded_id(student)
         found = next((ex for ex in self.lesson.exercises if ex.id == exercise), None)
         if found is None:
             raise GraderError(f"lesson {self.lesson.id} has no exercise {exercise!r}")
@@ -197,6 +194,17 @@ class Review:
         self.store.override(self.lesson.id, student, made, exercise, self.grader)
         self._join(student)
 
+    def graded_id(self, named: str) -> str:
+        """The graded student a name stands for: the id itself, or the roster member whose login or SIS id it is."""
+        if named in self.graded:
+            return named
+        member = self.members.find(named) if self.members else None
+        if member is not None and member.student in self.graded:
+            return member.student
+        known = ", ".join(sorted(self.graded)[:12]) + (" ..." if len(self.graded) > 12 else "")
+        raise GraderError(f"no graded result for student {named[:60]!r} (graded: {known}; a roster's login or SIS id "
+                          "names its student too)")
+
     def _join(self, student: str) -> None:
         sealed = review_join.student(self.out, self.lesson, student, self.store, self.members, self.book)
         self.graded[student] = gradebook.summary(sealed)
@@ -205,78 +213,10 @@ class Review:
         """grades.csv and the dashboard, as the decisions now stand."""
         review_join.class_files(self.out, self.lesson, self.book, self.members)
 
-    def export_csv(self, path: Path) -> int:
-        """One row per student and written question (`student,question,points,max_points,rubric,comment,grader`)."""
-        rows: list[list[Any]] = [list(CSV_COLUMNS)]
-        item_points = self.store.item_points(self.lesson.id)
-        for question in self.lesson.written:
-            for student, answer in sorted(self.answers[question.cell].items()):
-                d = answer.decision
-                rows.append([student, question.cell,
-                             "" if d is None else joining.written_points(self.lesson, d, item_points), question.points,
-                             ";".join(d.items) if d else "", d.comment if d else "", d.grader if d else ""])
-        files.write_text(path, escape.csv_text(rows))
-        return len(rows) - 1
-
-    def import_csv(self, path: Path) -> int:
-        """Decisions from a filled export (points from the rubric items where given, else the points column).
-        Every row is checked first: one bad row is refused in one line naming it, and nothing changes."""
-        parsed = _rows(path)
-        planned = []
-        for number, row in parsed:
-            planned.append(self._planned(number, row))
-        for cell, student, items, points, comment, grader in planned:
-            self.decide(cell, [student], items, comment, points, grader)
-        return len(planned)
-
-    def _planned(self, number: int, row: dict[str, str]) -> tuple[str, str, list[str], float | None, str, str]:
-        where = f"row {number}"
-        cell, student = row["question"].strip(), row["student"].strip()
-        question = next((q for q in self.lesson.written if q.cell == cell), None)
-        if question is None:
-            raise GraderError(f"{where}: no written question {cell[:60]!r} in lesson {self.lesson.id}")
-        if student not in self.answers[cell]:
-            raise GraderError(f"{where}: no graded result for student {student[:60]!r}")
-        items = [i.strip() for i in row["rubric"].split(";") if i.strip()]
-        bad = [i for i in items if question.item(i) is None]
-        if bad:
-            raise GraderError(f"{where}: question {cell!r} has no rubric item {bad[0][:60]!r}")
-        points = None
-        if not items and row["points"].strip():
-            try:
-                points = float(row["points"])
-            except ValueError:
-                raise GraderError(f"{where}: points {row['points'][:40]!r} is not a number") from None
-            if not 0 <= points <= question.points:
-                raise GraderError(f"{where}: {points:g} points is outside question {cell!r}'s range 0 to "
-                                  f"{question.points:g}")
-        if not items and points is None:
-            raise GraderError(f"{where}: neither rubric items nor points for {student[:60]!r} on {cell!r}")
-        return cell, student, items, points, row["comment"], row["grader"].strip() or self.grader
-
-
 def _plain(text: str, limit: int) -> str:
     """A grader's words as they will be shown everywhere (reports, CSV, a platform's comments, a terminal): control
     characters made visible text, never obeyed, and a bounded length."""
     return escape.terminal(text[:limit])
-
-
-def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
-    """The import's rows (numbered as a spreadsheet numbers them), or one line saying why the file is not one."""
-    try:
-        text = files.read_regular(path, MAX_CSV_BYTES).decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise GraderError(f"{path}: cannot be read as a UTF-8 CSV ({type(err).__name__})") from None
-    if len(text) > MAX_CSV_BYTES:
-        raise GraderError(f"{path}: over {MAX_CSV_BYTES >> 20} MiB; not a review export")
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise GraderError(f"{path}: no column {missing[0]!r} (columns: {','.join(CSV_COLUMNS)})")
-    rows = []
-    for number, row in enumerate(reader, start=2):
-        rows.append((number, {k: escape.csv_uncell(str(row.get(k) or "")) for k in CSV_COLUMNS}))
-    return rows
 
 
 def page_data(review: Review) -> str:

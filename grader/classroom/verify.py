@@ -99,9 +99,10 @@ def _signed_file(name: str, body: bytes, data: dict[str, Any], field: str, rebui
     return Line(name, "altered", "its content differs from what the signed result records")
 
 
-def file(path: Path, key_path: Path) -> list[Line]:
-    """Verify a result JSON or a portfolio zip; one Line per file checked."""
-    key = sign.public_key(key_path)
+def file(path: Path, key_path: Path | None) -> list[Line]:
+    """Verify a result JSON or a portfolio zip; one Line per file checked. Without a key, an unsigned file is told
+    as unsigned and a signed one as `unverified` (nothing here can check it)."""
+    key = sign.public_key(key_path) if key_path is not None else None
     if path.suffix.lower() == ".json":
         try:
             body = files.read_regular(path, MAX_RESULT_BYTES)

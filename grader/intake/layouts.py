@@ -249,6 +249,8 @@ def _files_under(folder: Path, root: Path, ignored: list[str]) -> list[Path]:
             continue
         folders = []
         for path in inside:
+            if path.name.lower() == "timestamp.txt":
+                continue  # nbgrader's submission time: read for lateness (_stamped), never a submission
             if ignorable(path.name):
                 ignored.append(str(path.relative_to(root)))
             elif _kind(path) == "dir":

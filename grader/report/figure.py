@@ -323,6 +323,12 @@ def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> P
                  keys=tuple(keys), key_columns=2)
 
 
+def planned_panels(spec: dict[str, Any]) -> int:
+    """How many panels the lesson's figure has when every one of them has data."""
+    return (bool(spec.get("timings")) + bool(spec.get("series")) + len(spec.get("answers", []))
+            + bool(spec.get("compare")))
+
+
 def layout(seen: Evidence, spec: dict[str, Any]) -> Figure | None:
     """The lesson's figure for one result's evidence, laid out in pixels; None when this run produced no data for it."""
     if not spec:

@@ -24,7 +24,7 @@ from grader.intake import roster as class_list
 from grader.judge import mistakes
 from grader.lesson import lessons
 from grader.lesson.folders import course_folder
-from grader.report import figure, manual_view
+from grader.report import absent, figure, manual_view
 from grader.result import gradebook
 from grader.result.evidence import Evidence, Shown
 from grader.result.record import INTERNAL_ERROR
@@ -212,38 +212,17 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
             context["comparison"] = figure.comparison(seen, spec)
         except Exception as err:
             context["unshown"] = f"the comparison could not be computed from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
-        context["comparison_absent"] = comparison_absent(result, spec, seen)
+        context["comparison_absent"] = absent.comparison_absent(result, spec, seen)
+        absent.unmeasured(context, seen, spec)
         try:  # the Markdown report has no figure: drawing one for it would be wasted work
             drawn = figure.layout(seen, spec) if draw else None
             context["figure"] = environment().get_template("figure.svg.j2").render(f=drawn) if drawn else ""
+            if drawn is not None and len(drawn.panels) < figure.planned_panels(spec):  # say what is drawn, only
+                context["figure_caption"] = ("Drawn from this run's data: " + "; ".join(p.title for p in drawn.panels)
+                                             + ". The lesson's other panels had no data on this run.")
         except Exception as err:
             context["unshown"] = f"the figure could not be drawn from the notebook's values ({type(err).__name__}: {str(err)[:120]})"
     return context
-
-
-def comparison_absent(result: dict[str, Any], spec: dict[str, Any], seen: Evidence | None = None) -> str:
-    """Why the lesson's measured-beside-simulated comparison is missing a side on this run ("" when it is whole):
-    which values the notebook left undefined, and the verdicts that explain it."""
-    compare = spec.get("compare") or {}
-    if not compare or result.get("status") != "graded":
-        return ""
-    seen = seen if seen is not None else Evidence.of(result)
-    lacking = [str(compare[side]) for side in figure.SIDES
-               if compare.get(side) and not isinstance(seen.value(side, str(compare[side])), dict)]
-    if not lacking:
-        return ""
-    exercises = result.get("exercises") or []
-    excused = [m for e in exercises for m in e.get("messages") or [] if "not compared on this run" in m]
-    failing = [f"{e['id']} ({e['status']})" for e in exercises if e.get("status") != "passed"]
-    why = (f"No {'table or figure' if len(lacking) == len(figure.SIDES) else 'complete table'} of "
-           f"{compare.get('title') or 'the comparison'} on this run: the notebook left "
-           f"{' and '.join(f'`{name}`' for name in lacking)} undefined (the given comparison cell builds them from "
-           "the live records, the fitted costs and the simulation)")
-    if excused:
-        return f"{why}. {excused[0][0].upper()}{excused[0][1:]}"
-    if failing:
-        return f"{why}. Exercises not passing: {', '.join(failing)}"
-    return why
 
 
 def replay_command(result: dict[str, Any]) -> str:
@@ -321,7 +300,9 @@ def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict
     from collections import Counter
 
     results = [gradebook.summary(r) if "environment" in r else r for r in results]
-    graded = [r for r in results if r["status"] == "graded"]
+    # the class is the roster's where there is one: a student outside it (a platform's test student, dropped on
+    # purpose) is listed apart, never counted in the class's figures
+    graded = [r for r in results if r["status"] == "graded" and r.get("on_roster") is not False]
     max_score = lesson.max_score
     bins = Counter(int(math.floor(r["score"] + 1e-9)) for r in graded)
     fractional = {int(math.floor(r["score"] + 1e-9)) for r in graded if abs(r["score"] - round(r["score"])) > 1e-9}

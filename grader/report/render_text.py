@@ -63,7 +63,10 @@ def _manual_lines(result: dict[str, Any]) -> list[str]:
              f"{o.get('reason', '')}" for o in shown["overrides"]]
     for w in shown["written"]:
         got = "not graded yet" if w["points"] is None else f"{points(w['points'])}/{points(w['max_points'])}"
-        lines.append(f"WRITTEN  {got}: {w['question']}" + (f" (comment: {w['comment']})" if w["comment"] else ""))
+        lines.append(f"WRITTEN  {got}: {w['question']}")
+        lines += [f"           {applied}" for applied in w["applied"]]  # the rubric items, as the report lists them
+        if w["comment"]:
+            lines.append(f"           comment: {w['comment']}")
     late = shown["late"]
     if late:
         lines.append(f"LATE     {points(late.get('days'))} day(s): -{points(late.get('percent'))}%, "

@@ -169,7 +169,9 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     keep["host"] = f"{env.get('cpu_model') or '?'} ({env.get('cpu_count') or '?'} cores)" if env else None
     keep["device"] = f"{env.get('jax_backend') or '?'}: {env.get('jax_device_kind') or '?'}" if env else None
     arrived = mapping(data, "submitted_as")
-    keep.update(name=arrived.get("name") or "", late=bool(arrived.get("late")), on_roster=arrived.get("on_roster"),
+    charged = mapping(mapping(data, "manual"), "late")  # late by the platform's mark, or by its time against due
+    keep.update(name=arrived.get("name") or "",
+                late=bool(arrived.get("late")) or bool(charged.get("days")), on_roster=arrived.get("on_roster"),
                 section=arrived.get("section") or "", handout_of=data.get("handout_of"))
     # The dashboard reads the first message of an exercise that did not pass, and nothing else of the messages;
     # ids, statuses and kinds repeat in every row, so each is kept once (interned).
