@@ -301,5 +301,8 @@ def test_a_simulator_wrong_on_one_case_earns_the_share_it_passed(graded):
                                                              (sim["hidden_cases"] - 1) / counted])
     assert sum(t["max_score"] for t in sim_tests) == pytest.approx(1.0)
     prairielearn = platforms.prairielearn_results(result)
-    assert [t["points"] for t in prairielearn["tests"]] == [t["score"] for t in gradescope["tests"]]
+    autograded = len(gradescope["tests"])  # then the instructor's part, as tests of its own (none graded yet)
+    assert [t["points"] for t in prairielearn["tests"][:autograded]] == [t["score"] for t in gradescope["tests"]]
+    assert [(t["name"], t["points"], t["output"]) for t in prairielearn["tests"][autograded:]] == [
+        ("written: prediction", 0.0, "not graded yet"), ("written: explanation", 0.0, "not graded yet")]
     assert prairielearn["score"] == pytest.approx(result["score"] / 7)  # of 4 exercise and 3 written points
