@@ -250,3 +250,15 @@ def test_a_value_no_one_can_compute_from_the_students_own_data_is_not_held_again
     # when it is defined and right on usable data, it is compared as usual
     assert _judge_fit([4.0, 6.0], {"value": 10.0, "args": [[4.0, 6.0]]}, clean).status == "passed"
     assert _judge_fit([4.0, 6.0], {"value": 11.0, "args": [[4.0, 6.0]]}, clean).status == "failed"
+
+
+def test_one_bug_on_many_inputs_is_said_once_whatever_numbers_each_shows_and_one_case_is_the_case():
+    shown = "your answer for the first of 3 returned values (start (ms)), at index [{i}] ({v} in [{a}]) differs"
+    verdicts = [judge.CaseVerdict(f"`q({n})`", True, "failed",
+                                  f"hidden case `q({n})`: " + shown.format(i=n, v=n * 1.5, a=f"0.0, {n * 1.5}"))
+                for n in (1, 2, 4)]
+    verdicts.append(judge.CaseVerdict("`q(9)`", True, "failed", "hidden case `q(9)`: raised ValueError: no"))
+    lines = judge.grouped(verdicts)
+    assert lines[0].startswith("3 cases, e.g. hidden case `q(1)`: your answer for the first of 3 returned values")
+    assert lines[1] == "hidden case `q(9)`: raised ValueError: no" and len(lines) == 2
+    assert judge._passed_line([case()], {}) == "the case passed"

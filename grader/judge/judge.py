@@ -10,6 +10,7 @@ reference answer is never put in a message.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,20 +84,26 @@ class ExerciseResult:
 
 def grouped(verdicts: list[CaseVerdict]) -> list[str]:
     """One line per distinct problem: the same problem on several cases is said once, with a count and an example."""
-    groups: dict[str, list[CaseVerdict]] = {}
+    groups: dict[str, list[tuple[CaseVerdict, str]]] = {}
     for verdict in verdicts:
         prefix = f"hidden case {verdict.label}" if verdict.hidden else verdict.label
         detail = verdict.message[len(prefix) + 2:] if verdict.message.startswith(prefix + ": ") else verdict.message
-        groups.setdefault(detail, []).append(verdict)
+        # one problem, whatever the numbers it shows on each input: a bug's consequences are said once
+        groups.setdefault(_NUMBERS.sub("#", _SHOWN.sub("", detail)), []).append((verdict, detail))
     lines = []
-    for detail, same in groups.items():
+    for same in groups.values():
+        first, detail = same[0]
         if len(same) == 1:
-            lines.append(same[0].message)
+            lines.append(first.message)
         else:
-            first = same[0]
             example = f"hidden case {first.label}" if first.hidden else first.label
             lines.append(f"{len(same)} cases, e.g. {example}: {detail}")
     return lines
+
+
+_SHOWN = re.compile(r"\((?:[^()]|\([^()]*\))*in \[[^\]]*\]\)|\[[-+0-9., e]*\]")
+"""The values a message shows of an answer (`(2.029 in [ 1.684,  2.029, ...])`, `[1]`), left out of its kind."""
+_NUMBERS = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def _case_verdict(case: Case, answer: Answer, expect: Expectation,
@@ -301,6 +308,8 @@ def _passed_line(cases: list[Case], excused: dict[int, str]) -> str:
     if excused:
         return (f"{len(cases) - len(excused)} of {len(cases)} cases passed ({public} public, "
                 f"{len(cases) - public} hidden); {len(excused)} could not be compared on this run")
+    if len(cases) == 1:
+        return "the case passed"
     if public == len(cases):  # a self-check, or a lesson without hidden cases: no "0 hidden"
         return f"all {len(cases)} cases passed"
     return f"all {len(cases)} cases passed ({public} public, {len(cases) - public} hidden)"
