@@ -107,7 +107,7 @@ def test_grader_course_prints_the_course_its_state_and_its_policy(own_course):
     assert f"course: term ({home})" in text and f"private state: {home / 'private'} (mode 0700" in text
     assert f"signing key: {home / 'private' / 'course.key'} (the course's)" in text
     assert "inference-capacity: due 2027-01-15 23:59 (UTC); 10 % a day late, nothing after 5 days" in text
-    assert "(graded on per student: course.toml says so)" in text
+    assert "(graded per student: course.toml says so)" in text
 
 
 def test_nothing_of_the_private_state_is_in_a_handout_or_an_export_of_grades(tmp_path, own_course):

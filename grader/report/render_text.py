@@ -170,8 +170,8 @@ def course_text(state: Any) -> str:
         lines.append(f"  {piece.what}: {where} ({piece.whose}){detail}")
     lines.append("lessons:")
     for item in state.lessons:
-        per_student = "per student" if item.per_student else "the seed's numbers"
-        lines.append(f"  {item.lesson}: {item.policy} (graded on {per_student}: {item.why})")
+        graded = "graded per student" if item.per_student else "graded on the seed's numbers"
+        lines.append(f"  {item.lesson}: {item.policy} ({graded}: {item.why})")
     return escape.terminal("\n".join(lines))
 
 
