@@ -86,3 +86,13 @@ def test_the_grouped_mistakes_render_in_chromium(tmp_path):
     assert 'href="reports/ada.html"' in rendered and 'href="reports/ben.html"' in rendered
     console = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Refused to" in line]
     assert console == [], console
+
+
+def test_one_bug_on_several_public_inputs_is_one_row():
+    from grader.judge import mistakes
+
+    data = {"status": "graded", "student": "ada", "exercises": [{"id": "ex", "status": "failed", "cases": [
+        {"label": f"`f({n})`", "hidden": False, "outcome": "failed", "message": f"`f({n})`: expected {n}, got {n + 1}"}
+        for n in (1, 2, 3)] + [{"label": "`g()`", "hidden": False, "outcome": "error", "message": "`g()`: raised KeyError"}]}]}
+    rows = mistakes.of_result(data)
+    assert [(r["input"], r["outcome"]) for r in rows] == [("`f(1)`", "failed"), ("`g()`", "error")]

@@ -47,12 +47,16 @@ def of_result(data: dict[str, Any]) -> list[dict[str, str]]:
             continue
         seen: set[tuple[str, str, str]] = set()
         hidden: set[str] = set()
+        said: set[tuple[str, str]] = set()
         for case in cases:
             where = "hidden cases" if case.get("hidden") else str(case.get("label", ""))
             key = (case["outcome"], where, folded(_detail(case)))
             if key in seen or where == "hidden cases" and case["outcome"] in hidden:
                 continue  # a student's hidden cases of one outcome are one mistake: one bug, many draws
+            if where != "hidden cases" and (key[0], key[2]) in said:
+                continue  # the same problem on another public input: one bug, said once (its first input shown)
             hidden |= {case["outcome"]} if where == "hidden cases" else set()
+            said.add((key[0], key[2]))
             seen.add(key)
             found.append({"exercise": exercise["id"], "outcome": key[0], "input": where, "key": key[2],
                           "message": str(case.get("message") or "")})
