@@ -274,3 +274,20 @@ def test_nothing_of_the_private_state_is_in_results_reports_exports_or_a_portfol
     for blob in [p.read_bytes() for p in written] + inside:
         assert not any(needle in blob for needle in needles)
     assert json.loads((out / "results" / "ada.json").read_text())["signature"]  # signed with the course's own key
+
+
+def test_a_batch_folder_records_its_course_and_another_course_cannot_grade_into_it(tmp_path, monkeypatch, own_course):
+    from grader.base.errors import GraderError
+    from grader.classroom import batch
+
+    first, second = own_course("first"), own_course("second", use=False)
+    empty = tmp_path / "class"
+    empty.mkdir()
+    out = tmp_path / "out"
+    batch.run(empty, "inference-scaling", out, jobs=1, progress=False, options=grading.Options(sandbox="none"))
+    assert json.loads((out / "course.json").read_text()) == {"course": "first", "root": str(first)}
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    _in(second, monkeypatch)
+    with pytest.raises(GraderError, match=r"was graded by course 'first' .*the course in force is 'second'"):
+        batch.run(empty, "inference-scaling", out, jobs=1, progress=False, options=grading.Options(sandbox="none"))
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing written, nothing lost

@@ -149,6 +149,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
     lesson = lessons.get(lesson_id)
     members = class_list.read(roster) if roster else None
     with _removed_if_refused(out):
+        recording.claim(out)  # one course per batch folder
         plan = replace(_plan(folder, lesson, out, jobs, options, scheduler, regrade, force),
                        tls=Path(tls) if tls else None)
         if roster:  # kept beside the gradebook: an export finds it without --roster again

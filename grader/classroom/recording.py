@@ -1,5 +1,6 @@
 """Recording one student in a batch's folder: their files (executed notebook, reports), then the signed result, then
-the gradebook row, in that order; and the digests a batch's gradebook keys each submission by.
+the gradebook row, in that order; the digests a batch's gradebook keys each submission by; and which course the
+folder belongs to (`course.json`: a batch folder is graded by one course, with its key, secret and policy).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from grader import grading
 from grader.base import files
+from grader.base.errors import GraderError
 from grader.intake import layouts
+from grader.lesson import course
 from grader.report import finish
 from grader.result import gradebook, record
 
@@ -62,3 +65,28 @@ def store(out: Path, book: gradebook.Gradebook, student: str, path: Path, graded
     record.write_json(data, out / "results" / f"{student}.json")
     book.add(data, data["digest"], regrading)
     return data
+
+
+COURSE_RECORD = "course.json"
+
+
+def claim(out: Path) -> None:
+    """Record which course grades the batch folder `out` (its first batch), or refuse in one line to grade into a
+    folder another course graded (its seeds, key and policy are that course's); nothing is written when refused."""
+    import json
+
+    here = course.current()
+    mine = {"course": here.name or (here.root.name if here.root else ""), "root": str(here.root or "")}
+    path = Path(out) / COURSE_RECORD
+    try:
+        before = json.loads(files.read_regular(path, 1 << 16))
+    except FileNotFoundError:
+        before = None
+    except (OSError, ValueError):
+        raise GraderError(f"{path} cannot be read: this folder's course is unknown; grade into another folder") from None
+    if isinstance(before, dict) and before.get("course") != mine["course"]:
+        raise GraderError(f"{out} was graded by course {before.get('course')!r} ({before.get('root')}); the course in "
+                          f"force is {mine['course']!r} ({mine['root']}): grade into another folder, or pass --course "
+                          f"{before.get('root')}")
+    if before != mine:
+        files.write_text(path, json.dumps(mine, indent=1) + "\n")
