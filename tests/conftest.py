@@ -56,6 +56,13 @@ def patched_solution(lesson_id: str, patch: Path | str) -> Any:
     return notebook
 
 
+def submission(lesson_id: str, name: str) -> Path:
+    """A test submission's answer cells: tests/submissions/<lesson>/<name>.py, or a mistake the lesson itself declares
+    (solutions/<lesson>/mistakes/<name>.py: one file, read by `grader validate` and by these tests alike)."""
+    own = SUBMISSIONS / lesson_id / f"{name}.py"
+    return own if own.is_file() else HERE.parent / "solutions" / lesson_id / "mistakes" / f"{name}.py"
+
+
 def write(notebook: Any, path: Path) -> Path:
     """Write a notebook and return its path."""
     nbformat.write(notebook, str(path))
@@ -82,7 +89,7 @@ class Graded:
         target = self.folder / lesson_id / f"{name}.ipynb"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            write(patched_solution(lesson_id, SUBMISSIONS / lesson_id / f"{name}.py"), target)
+            write(patched_solution(lesson_id, submission(lesson_id, name)), target)
         return self.file(target, lesson_id, public_only=public_only)
 
     def solution(self, lesson_id: str) -> dict[str, Any]:

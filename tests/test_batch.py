@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAST, patched_solution, write
+from conftest import FAST, patched_solution, submission, write
 
 from grader import cli, grading
 from grader.classroom import batch, certs
@@ -46,7 +46,7 @@ def _class(folder: Path, out: Path | None = None) -> Path:
     if out is not None:
         (folder / "hal.py").write_text(VANDAL.format(targets=[str(out), str(folder)]))
     write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
-    write(patched_solution(LESSON, SUBS / "deadline-counts-equal-as-missed.py"), folder / "ben.ipynb")
+    write(patched_solution(LESSON, submission(LESSON, "deadline-counts-equal-as-missed")), folder / "ben.ipynb")
     write(handout.scaffold(lessons.get(LESSON)), folder / "cleo.ipynb")
     write(patched_solution(LESSON, SUBS / "infinite-loop-in-collection-cell.py"), folder / "dev.ipynb")
     (folder / "eli.ipynb").write_text('{"cells": [')
@@ -150,7 +150,7 @@ def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
     write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
-    write(patched_solution(LESSON, SUBS / "queue-vectorised-shortcut.py"), folder / "ben.ipynb")
+    write(patched_solution(LESSON, submission(LESSON, "queue-vectorised-shortcut")), folder / "ben.ipynb")
     (folder / "eli.ipynb").write_text("not json")
     options = grading.Options(limits=FAST, seed=77)
     local = batch.run(folder, LESSON, tmp_path / "local", jobs=1, options=options, progress=False)

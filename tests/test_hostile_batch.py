@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import TIGHT_CELL, patched_solution, statuses, write
+from conftest import TIGHT_CELL, patched_solution, statuses, submission, write
 
 from grader.base.limits import Limits
 from grader.kernel import sandbox
@@ -50,7 +50,7 @@ def _fill(text: str, fills: dict[str, str]) -> str:
 
 def _honest(folder: Path) -> None:
     write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
-    write(patched_solution(LESSON, SUBS / "deadline-counts-equal-as-missed.py"), folder / "ben.ipynb")
+    write(patched_solution(LESSON, submission(LESSON, "deadline-counts-equal-as-missed")), folder / "ben.ipynb")
 
 
 def _in_terminal(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:

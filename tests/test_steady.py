@@ -4,7 +4,7 @@ data the seed fixes. The same submission, whatever timings its live replay happe
 from __future__ import annotations
 
 import pytest
-from conftest import SUBMISSIONS, patched_solution, write
+from conftest import patched_solution, submission, write
 
 LESSON = "dynamic-batching"
 
@@ -33,7 +33,7 @@ def test_a_simulator_bug_costs_the_same_whatever_timings_the_replay_measured(gra
     # the last batch of a trace, when exactly full, is not seen as full: under the costs (3.9, 0.83) that bug moves
     # the simulated p95 of TRACE_OVERLOADED (14.3475 -> 14.4915 by the reference), under (2.0, 0.5) it moves nothing
     # (both worked out with the reference's functions); only the measured timings differ between the two notebooks
-    bug = (SUBMISSIONS / LESSON / "last-batch-never-full.py").read_text()
+    bug = submission(LESSON, "last-batch-never-full").read_text()
     scores = {}
     for setup, per_item in ((3.9, 0.83), (2.0, 0.5)):
         book = patched_solution(LESSON, bug + _LIVE.replace("SETUP", str(setup)).replace("PER_ITEM", str(per_item)))
