@@ -16,6 +16,7 @@ from typing import Any
 
 from grader.judge import expectations, matching
 from grader.lesson import handout, lessons, staff_code
+from grader.lesson.cases import Holds, Stated
 from grader.result import variants
 from grader.run import decoded
 
@@ -30,19 +31,20 @@ def hidden_figures(lesson: lessons.Lesson, seeds: tuple[int, ...] = DRAWN) -> li
     for seed in seeds:
         for exercise_id, cases in staff_code.hidden_cases(lesson, seed).items():
             for case in cases:
-                if not case.has_expect or case.kernel_names():
+                if not isinstance(case.check, Stated) or case.kernel_names():
                     continue
+                stated = case.check.value
                 try:
                     got = expectations.reference_answer(case, reference)
                 except Exception as err:
                     problems.append(f"{lesson.solutions / 'hidden.py'} ({exercise_id}, seed {seed}): the reference "
                                     f"raises {type(err).__name__} on {case.label()}, for which the case states "
-                                    f"{_short(case.expect)}")
+                                    f"{_short(stated)}")
                     continue
-                mismatch = matching.compare(expectations.as_answered(got), decoded.decode(case.expect), case)
+                mismatch = matching.compare(expectations.as_answered(got), decoded.decode(stated), case)
                 if mismatch is not None:
                     problems.append(f"{lesson.solutions / 'hidden.py'} ({exercise_id}, seed {seed}): the case "
-                                    f"{case.label()} states {_short(case.expect)}, but the reference answers "
+                                    f"{case.label()} states {_short(stated)}, but the reference answers "
                                     f"{_short(variants.plain(got))}")
     return sorted(set(problems))[:10]
 
@@ -56,18 +58,19 @@ def properties_run(lesson: lessons.Lesson) -> list[str]:
     cases = [(ex.id, c) for ex in lesson.exercises for c in ex.cases]
     cases += [(ex_id, c) for ex_id, drawn in staff_code.hidden_cases(lesson, DRAWN[0]).items() for c in drawn]
     for exercise_id, case in cases:
-        if not case.property or case.kernel_names() or case.property not in checks:
+        if not isinstance(case.check, Holds) or case.kernel_names() or case.check.name not in checks:
             continue
+        name = case.check.name
         try:
             answer = expectations.as_answered(expectations.reference_answer(case, reference))
         except Exception:  # the reference cannot answer it outside a kernel (a live replay): nothing to try here
             continue
         try:
-            checks[case.property](case, answer)
+            checks[name](case, answer)
         except Exception as err:
             frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == path]
             where = f"{path}, line {frames[-1].lineno}" if frames else str(path)
-            problems.append(f"{where}: `{case.property}` raised {type(err).__name__}: {str(err)[:160]} on the "
+            problems.append(f"{where}: `{name}` raised {type(err).__name__}: {str(err)[:160]} on the "
                             f"reference's answer to {case.label()} ({exercise_id}): the check is at fault, not a student")
     return problems
 

@@ -18,6 +18,7 @@ from grader.base.errors import GraderError
 from grader.grading import Options, grade
 from grader.judge import expectations, matching
 from grader.lesson import handout, lessons, mistakes, staff_code
+from grader.lesson.cases import AskReference, Stated
 from grader.result import variants
 from grader.result.record import GradeResult
 from grader.run import decoded
@@ -139,11 +140,11 @@ def stated_figures(lesson: lessons.Lesson) -> list[str]:
     reference = staff_code.reference(lesson)
     for ex in lesson.exercises:
         for case in ex.cases:
-            if not case.has_expect:
+            if not isinstance(case.check, Stated):
                 continue
-            want = decoded.decode(case.expect)
+            want = decoded.decode(case.check.value)
             try:
-                got = expectations.expectation(dataclasses.replace(case, expect=None, has_expect=False), reference)
+                got = expectations.expectation(dataclasses.replace(case, check=AskReference()), reference)
             except RuntimeError as err:  # the reference raised on the lesson's own input
                 problems.append(f"{ex.id}: {err}")
                 continue

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from grader.judge import expectations
-from grader.judge.expectations import Accepts, MustRaise, Pending, Property, Recompute, Refused, Unavailable, Value
+from grader.judge.expectations import Pending, Refused, Unavailable, Value
 from grader.lesson import lessons
+from grader.lesson.cases import Accepts, Holds, Raises, Recompute
 from grader.run.decoded import Answer
 
 
@@ -20,8 +21,8 @@ def double(x):
 
 def test_each_declaration_gives_its_expectation():
     assert expectations.expectation(case(expect=[1, 2]), None) == Value([1, 2])
-    assert expectations.expectation(case(raises="ValueError"), None) == MustRaise("ValueError")
-    assert expectations.expectation(case(property="shape"), None) == Property("shape")
+    assert expectations.expectation(case(raises="ValueError"), None) == Raises("ValueError")
+    assert expectations.expectation(case(property="shape"), None) == Holds("shape")
     assert expectations.expectation(case(recompute="f(2.0)"), None) == Recompute("f(2.0)")
     assert expectations.expectation(case(args=[{"kernel": "x"}]), None) == Pending(("x",))
     assert expectations.expectation(case(), None) == Unavailable()
@@ -46,7 +47,7 @@ def test_a_case_on_the_students_values_is_asked_of_the_reference_on_exactly_thos
     reference = {"f": positive}
     resolved, expect = expectations.resolved(own, Answer(30.0, 30.0, args=(3.0,)), Pending(("x",)), reference)
     assert resolved.args == (3.0,) and expect == Value(30.0)
-    assert expectations.resolved(own, Answer(0.0, 0.0, args=(-1.0,)), Pending(("x",)), reference)[1] == MustRaise()
+    assert expectations.resolved(own, Answer(0.0, 0.0, args=(-1.0,)), Pending(("x",)), reference)[1] == Raises()
     refused = expectations.resolved(own, Answer(0.0, 0.0, args=(0.0,)), Pending(("x",)), reference)[1]
     assert refused == Refused("ZeroDivisionError: zero")
     # an answer without the values it was asked on cannot pass; a missing name is judged as missing

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from grader.judge import expectations, judge, matching
-from grader.judge.expectations import MustRaise, Pending, Property, Value
+from grader.judge.expectations import Pending, Value
 from grader.lesson import lessons
+from grader.lesson.cases import Holds, Raises
 from grader.lesson.lessons import Exercise
 from grader.run import decoded
 from grader.run.cells import CellRun
@@ -140,7 +141,7 @@ def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exe
         return [] if float(value) > 0 else ["not positive"]  # float(10**400) raises OverflowError
 
     probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 10**400}),))
-    result = judge.judge(ex, list(ex.cases), probe, [Property("fragile")], (), None, {"fragile": fragile})
+    result = judge.judge(ex, list(ex.cases), probe, [Holds("fragile")], (), None, {"fragile": fragile})
     assert result.status == "error" and result.score == 0.0
     assert "`ex`" in result.messages[0] and "OverflowError" in result.messages[0]
 
@@ -151,7 +152,7 @@ def test_a_lesson_naming_an_unknown_check_is_still_the_lessons_fault():
     ex = _exercise(case(property="nowhere"))
     probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 1.0}),))
     with pytest.raises(LessonError, match="nowhere"):
-        judge.judge(ex, list(ex.cases), probe, [Property("nowhere")], (), None, {})
+        judge.judge(ex, list(ex.cases), probe, [Holds("nowhere")], (), None, {})
 
 
 def test_the_same_problem_on_many_cases_is_said_once_with_a_count():
@@ -196,7 +197,7 @@ def test_a_case_on_the_students_own_values_is_judged_on_exactly_those():
     case, expect = expectations.resolved(own, Answer.from_wire({"args": [3.0], "value": 6.0}), Pending(("x",)), reference)
     assert expect == Value(6.0) and case.label() == "`f(x)`"
     # a value the reference refuses with ValueError: the contract wants a ValueError from the student too
-    assert expectations.resolved(own, Answer.from_wire({"args": [-1.0], "value": 0.0}), Pending(("x",)), reference)[1] == MustRaise("ValueError")
+    assert expectations.resolved(own, Answer.from_wire({"args": [-1.0], "value": 0.0}), Pending(("x",)), reference)[1] == Raises("ValueError")
     # an answer that does not say what it was asked on cannot pass
     case, expect = expectations.resolved(own, Answer.from_wire({"value": 6.0}), Pending(("x",)), reference)
     verdict = judge.judge(_exercise(case), [case], Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 6.0}),)), [expect], (), None, {})

@@ -70,6 +70,27 @@ def test_a_case_must_name_call_or_value_but_not_both():
     assert _broken(evaluate_alone) == said
 
 
+def test_a_case_declares_one_check_and_two_are_refused_not_ranked():
+    def two(spec):  # a stated figure and "must raise": which would win was a hidden priority; now neither
+        spec["exercises"][0]["cases"][0]["raises"] = "ValueError"
+    assert _broken(two) == ("exercises[0] (batch-sweep).cases[0]: a case declares one check, not `expect` and "
+                            "`raises` (one of expect, expect_none, raises, property, accepts, recompute)")
+
+    def three(spec):
+        spec["exercises"][0]["cases"][0].update(property="shape", accepts=True)
+    assert "not `expect` and `property` and `accepts`" in _broken(three)
+    assert _broken(lambda s: s["exercises"][0]["cases"][0].update(rtol=0.1)) is None  # a tolerance is no check
+
+
+def test_a_hidden_generators_case_is_held_to_one_check_too():
+    from grader.lesson.cases import Holds, Raises
+
+    with pytest.raises(LessonError, match="declares one check, not raises and property"):
+        lessons.case_from_spec({"call": "f", "raises": "ValueError", "property": "shape"}, hidden=True)
+    assert lessons.case_from_spec({"call": "f", "raises": "ValueError", "accepts": False}).check == Raises("ValueError")
+    assert lessons.case_from_spec({"call": "f", "property": "shape", "expect_none": False}).check == Holds("shape")
+
+
 def test_timings_need_their_field_names():
     spec = copy.deepcopy(_spec("inference-capacity"))
     del spec["figure"]["timing_fields"]

@@ -7,6 +7,7 @@ import pytest
 
 from grader.base.errors import LessonError
 from grader.lesson import lessons
+from grader.lesson.cases import AskReference, Stated
 
 
 def test_case_forms_and_their_labels():
@@ -27,8 +28,8 @@ def test_a_drawn_array_is_the_seeds_and_a_long_one_says_how_to_rebuild_it():
 
 
 def test_an_expectation_of_none_is_still_an_expectation():
-    assert lessons.case_from_spec({"call": "f", "expect_none": True}).has_expect
-    assert not lessons.case_from_spec({"call": "f"}).has_expect
+    assert lessons.case_from_spec({"call": "f", "expect_none": True}).check == Stated(None)
+    assert lessons.case_from_spec({"call": "f"}).check == AskReference()
 
 
 def test_a_case_that_names_nothing_is_a_lesson_error():

@@ -306,10 +306,10 @@ def test_a_recomputation_that_raised_says_what_it_raised_and_one_message_counts_
     import numpy as np
 
     from grader.judge import judge, matching
-    from grader.lesson.lessons import Case
+    from grader.lesson.cases import Case, Recompute
     from grader.run.decoded import Answer, Own, Raised
 
-    case = Case(name="predicted", mode="value", recompute="latency_summary(x)")
+    case = Case(name="predicted", mode="value", check=Recompute("latency_summary(x)"))
     answer = Answer(value=1.0, own=Own(raised=Raised("TypeError", False, "'NoneType' object is not subscriptable")))
     verdict = judge._recomputed(case, answer, "latency_summary(x)", "`predicted`")
     assert "raised TypeError: 'NoneType' object is not subscriptable" in verdict.message

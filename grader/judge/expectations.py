@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from grader.lesson.cases import Case
+from grader.lesson.cases import Accepts, AskReference, Case, Holds, Raises, Recompute, Stated
 from grader.run.decoded import Answer, as_answered, decode
 
 
@@ -23,32 +23,6 @@ class Value:
     """The answer must equal this (decoded) value under the case's tolerance."""
 
     value: Any
-
-
-@dataclass(frozen=True)
-class MustRaise:
-    """The call must raise this exception type (ValueError, or a subclass)."""
-
-    type: str = "ValueError"
-
-
-@dataclass(frozen=True)
-class Property:
-    """The answer must pass the lesson's consistency check of this name."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class Accepts:
-    """Any answer that does not raise passes."""
-
-
-@dataclass(frozen=True)
-class Recompute:
-    """The answer must equal what this expression gives over the student's own names, in their kernel."""
-
-    expression: str
 
 
 @dataclass(frozen=True)
@@ -70,30 +44,30 @@ class Unavailable:
     """No reference to ask (a self-check of a case without a stated figure): a lesson bug if ever judged."""
 
 
-Expectation = Value | MustRaise | Property | Accepts | Recompute | Pending | Refused | Unavailable
+Expectation = Value | Raises | Holds | Accepts | Recompute | Pending | Refused | Unavailable
+"""A stated figure or the reference's answer becomes a decoded `Value`; the other checks are the case's own."""
 
 
 def expectation(case: Case, reference: dict[str, Any] | None) -> Expectation:
-    """What a correct answer is: stated, a property, or the reference's answer on the same input."""
-    if case.recompute:
-        return Recompute(case.recompute)  # answered in the kernel by the student's own functions
-    if case.kernel_names():
-        return Pending(case.kernel_names())  # asked again once the kernel says what those values were
-    if case.raises:
-        return MustRaise(case.raises)
-    if case.property:
-        return Property(case.property)
-    if case.accepts:
-        return Accepts()
-    if case.has_expect:
-        return Value(decode(case.expect))
-    if reference is None:
-        return Unavailable()
-    try:
-        value = reference_answer(case, reference)
-    except Exception as exc:  # a reference that raises is a lesson bug: say so loudly
-        raise RuntimeError(f"reference failed on {case.label()}: {type(exc).__name__}: {exc}") from exc
-    return Value(as_answered(value))
+    """What a correct answer is: the case's one check, with a stated figure decoded and the reference asked."""
+    match case.check:
+        case Recompute():
+            return case.check  # answered in the kernel by the student's own functions
+        case _ if case.kernel_names():
+            return Pending(case.kernel_names())  # asked again once the kernel says what those values were
+        case Raises() | Holds() | Accepts():
+            return case.check
+        case Stated(value):
+            return Value(decode(value))
+        case AskReference() if reference is None:
+            return Unavailable()
+        case AskReference():
+            try:
+                answer = reference_answer(case, reference)
+            except Exception as exc:  # a reference that raises is a lesson bug: say so loudly
+                raise RuntimeError(f"reference failed on {case.label()}: {type(exc).__name__}: {exc}") from exc
+            return Value(as_answered(answer))
+    raise AssertionError(f"a check of no known kind: {case.check!r}")
 
 
 def reference_answer(case: Case, reference: dict[str, Any]) -> Any:
@@ -123,5 +97,5 @@ def resolved(case: Case, answer: Answer, expect: Expectation,
     except RuntimeError as exc:  # the reference refused the student's values
         cause = exc.__cause__
         if isinstance(cause, ValueError):
-            return case, MustRaise("ValueError")
+            return case, Raises("ValueError")
         return case, Refused(f"{type(cause).__name__}: {str(cause)[:120]}")

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.base.errors import GraderError, LessonError
-from grader.judge.expectations import Accepts, Expectation, MustRaise, Property, Recompute, Refused, Value
+from grader.judge.expectations import Expectation, Pending, Refused, Unavailable, Value
 from grader.judge.matching import compare
-from grader.lesson.cases import Case
+from grader.lesson.cases import Accepts, Case, Holds, Raises, Recompute
 from grader.lesson.lessons import Exercise
 from grader.run.cells import CellRun, cell_name, readable
-from grader.run.decoded import Answer
+from grader.run.decoded import Answer, Raised
 from grader.run.probe import Probe
 
 STATUSES = ("passed", "failed", "error", "missing", "timeout")
@@ -113,39 +113,54 @@ def _case_verdict(case: Case, answer: Answer, expect: Expectation,
     if answer.missing is not None:
         return CaseVerdict(label, case.hidden, "error", f"{prefix}: `{answer.missing}` is not defined")
     raised = answer.raised
-    if isinstance(expect, MustRaise):
-        if raised and raised.value_error:
+    match expect:
+        case Raises():
+            return _raised(case, raised, prefix)
+        case _ if raised:
+            return CaseVerdict(label, case.hidden, "error",
+                               f"{prefix}: raised {raised.type}: {readable(raised.message)}".rstrip(": "))
+        case Accepts():
             return CaseVerdict(label, case.hidden, "passed")
-        if raised:
+        case Recompute(expression):
+            return _recomputed(case, answer, expression, prefix)
+        case Refused(why):
             return CaseVerdict(label, case.hidden, "failed",
-                               f"{prefix}: raised {raised.type}, but the contract requires ValueError (or a subclass)")
-        return CaseVerdict(label, case.hidden, "failed", f"{prefix}: returned normally; this input is invalid and must raise ValueError")
+                               f"{prefix}: your own values it was asked on are not valid input ({why})")
+        case Holds(name):
+            return _holds(case, answer, name, checks, prefix)
+        case Value(value):
+            problem = compare(answer.value, value, case)
+            if problem is None:
+                return CaseVerdict(label, case.hidden, "passed")
+            hint = f" ({case.hint})" if case.hint else ""  # the mistake the lesson warns about, where it names one
+            return CaseVerdict(label, case.hidden, "failed",
+                               f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()) + hint)
+        case Pending() | Unavailable():
+            raise LessonError(f"no expectation for {label}")
+    raise AssertionError(f"an expectation of no known kind: {expect!r}")
+
+
+def _raised(case: Case, raised: Raised | None, prefix: str) -> CaseVerdict:
+    """A case that must raise ValueError (or a subclass)."""
+    label = case.label()
+    if raised and raised.value_error:
+        return CaseVerdict(label, case.hidden, "passed")
     if raised:
-        return CaseVerdict(label, case.hidden, "error",
-                           f"{prefix}: raised {raised.type}: {readable(raised.message)}".rstrip(": "))
-    if isinstance(expect, Accepts):
-        return CaseVerdict(label, case.hidden, "passed")
-    if isinstance(expect, Recompute):
-        return _recomputed(case, answer, expect.expression, prefix)
-    if isinstance(expect, Refused):
         return CaseVerdict(label, case.hidden, "failed",
-                           f"{prefix}: your own values it was asked on are not valid input ({expect.why})")
-    if isinstance(expect, Property):
-        check = checks.get(expect.name)
-        if check is None:
-            raise LessonError(f"the lesson names an unknown consistency check '{expect.name}'")
-        problems = check(case, answer.value)
-        if problems:
-            return CaseVerdict(label, case.hidden, "failed", f"{prefix}: " + "; ".join(problems[:3]))
-        return CaseVerdict(label, case.hidden, "passed")
-    if not isinstance(expect, Value):
-        raise LessonError(f"no expectation for {label}")
-    problem = compare(answer.value, expect.value, case)
-    if problem is None:
-        return CaseVerdict(label, case.hidden, "passed")
-    hint = f" ({case.hint})" if case.hint else ""  # the mistake the lesson warns about, where it names one
-    return CaseVerdict(label, case.hidden, "failed",
-                       f"{prefix}: " + (problem.hidden() if case.hidden else problem.public()) + hint)
+                           f"{prefix}: raised {raised.type}, but the contract requires ValueError (or a subclass)")
+    return CaseVerdict(label, case.hidden, "failed", f"{prefix}: returned normally; this input is invalid and must raise ValueError")
+
+
+def _holds(case: Case, answer: Answer, name: str, checks: dict[str, Callable[[Case, Any], list[str]]],
+           prefix: str) -> CaseVerdict:
+    """A case judged by the lesson's consistency check of this name."""
+    check = checks.get(name)
+    if check is None:
+        raise LessonError(f"the lesson names an unknown consistency check '{name}'")
+    problems = check(case, answer.value)
+    if problems:
+        return CaseVerdict(case.label(), case.hidden, "failed", f"{prefix}: " + "; ".join(problems[:3]))
+    return CaseVerdict(case.label(), case.hidden, "passed")
 
 
 def _recomputed(case: Case, answer: Answer, expression: str, prefix: str) -> CaseVerdict:
@@ -179,7 +194,7 @@ def _unanswerable(cases: list[Case], answers: tuple[Answer, ...], expectations: 
     excused = {}
     for index, (case, answer, expect) in enumerate(zip(cases, answers, expectations)):
         own_raised = bool(answer.own and answer.own.raised and answer.own.raised.value_error)
-        no_answer = (isinstance(expect, MustRaise) and expect.type == "ValueError") or (
+        no_answer = (isinstance(expect, Raises) and expect.type == "ValueError") or (
             isinstance(expect, Recompute) and own_raised)
         if case.mode != "value" or answer.missing != case.name or not no_answer:
             continue

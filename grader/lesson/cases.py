@@ -21,6 +21,52 @@ KERNEL_ARG = "__kernel__"
 
 
 @dataclass(frozen=True)
+class Stated:
+    """`expect`: the figure the lesson states (as written; `expect_none = true` states None)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Raises:
+    """`raises`: the call must raise this exception type (ValueError, or a subclass)."""
+
+    type: str = "ValueError"
+
+
+@dataclass(frozen=True)
+class Holds:
+    """`property`: the answer must pass the lesson's consistency check of this name (its `properties.py`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Accepts:
+    """`accepts`: any answer that does not raise passes (a valid edge case)."""
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """`recompute`: the answer must equal what this expression of the lesson's gives over the student's own
+    names, in their kernel."""
+
+    expression: str
+
+
+@dataclass(frozen=True)
+class AskReference:
+    """No check key: the reference's answer on the same input is expected."""
+
+
+Check = Stated | Raises | Holds | Accepts | Recompute | AskReference
+"""What a right answer to a case is: exactly one check, declared by exactly one key (the schema refuses two)."""
+
+CHECK_KEYS = ("expect", "expect_none", "raises", "property", "accepts", "recompute")
+"""The keys that declare a case's check; a case has at most one (none: ask the reference)."""
+
+
+@dataclass(frozen=True)
 class Case:
     """One probe request and the rule that judges its answer."""
 
@@ -34,22 +80,14 @@ class Case:
     """Encoded positional arguments (arrays as `{"__array__": ...}`)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Encoded keyword arguments."""
-    expect: Any = None
-    """The figure the lesson text states, or None to ask the reference."""
-    has_expect: bool = False
-    """Whether `expect` was given (None can be a real expectation)."""
-    raises: str | None = None
-    """`ValueError` when the contract requires the call to raise it."""
+    check: Check = AskReference()
+    """What a right answer is (built at load from the case's one check key)."""
     decimals: Any = None
     """d (or {field: d}) for figures printed with d decimals: |x - printed| <= 0.5e-d + 1e-9."""
     rtol: float = 1e-6
     """Relative tolerance for other numbers."""
     atol: float = 1e-9
     """Absolute tolerance for other numbers."""
-    accepts: bool = False
-    """Only require that the call returns without raising (a valid edge case)."""
-    property: str | None = None
-    """Name of a consistency check in the lesson's `properties.py` instead of a comparison."""
     hidden: bool = False
     """Drawn at grading time; its reference answer is never shown."""
     columns: tuple[str, ...] = ()
@@ -64,9 +102,6 @@ class Case:
     """Said beside a wrong answer to this case: the mistake the lesson warns about (`hint`)."""
     varies: bool = False
     """Its stated figure is the seed's; under a student's own numbers (variants) the reference computes it."""
-    recompute: str = ""
-    """A consistency check against the student's own functions: an expression of the lesson's (never of student
-    data) evaluated in the kernel after the student's cells; the value read must equal what it gives."""
 
     def kernel_names(self) -> tuple[str, ...]:
         """Names of the student's values this case passes as arguments (`{kernel = "name"}`)."""
@@ -89,7 +124,11 @@ class Case:
     def request(self) -> dict[str, Any]:
         """The plain-data request the probe sends into the kernel."""
         request = {"name": self.name, "mode": self.mode, "args": list(self.args), "kwargs": self.kwargs}
-        return dict(request, recompute=self.recompute) if self.recompute else request
+        match self.check:
+            case Recompute(expression):  # the lesson's expression, evaluated after the student's cells
+                return dict(request, recompute=expression)
+            case _:
+                return request
 
 
 def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
@@ -108,14 +147,34 @@ def case_from_spec(spec: dict[str, Any], hidden: bool = False) -> Case:
         name=name, mode=mode,
         args=tuple(_arg(a) for a in spec.get("args", [])),
         kwargs={k: _arg(v) for k, v in spec.get("kwargs", {}).items()},
-        expect=spec.get("expect"), has_expect="expect" in spec or bool(spec.get("expect_none")),  # TOML has no null
-        raises=spec.get("raises"), decimals=spec.get("decimals"),
-        rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)),
-        accepts=bool(spec.get("accepts", False)), property=spec.get("property"), hidden=hidden,
+        check=check_from_spec(spec), decimals=spec.get("decimals"),
+        rtol=float(spec.get("rtol", 1e-6)), atol=float(spec.get("atol", 1e-9)), hidden=hidden,
         columns=tuple(spec.get("columns", ())), note=str(spec.get("note", "")),
-        reference=spec.get("reference"), recompute=str(spec.get("recompute", "")), varies=bool(spec.get("varies")),
+        reference=spec.get("reference"), varies=bool(spec.get("varies")),
         hint=str(spec.get("hint", "")), shown=str(spec.get("label", "")),
     )
+
+
+def check_from_spec(spec: dict[str, Any]) -> Check:
+    """The case's one check, from its one check key (a hidden generator's spec is held to the same rule)."""
+    declared = [key for key in CHECK_KEYS if key in spec and (key == "expect" or spec[key] not in (None, False, ""))]
+    if len(declared) > 1:
+        raise LessonError(f"case {str(spec)[:80]}: a case declares one check, not {' and '.join(declared)}")
+    match declared:
+        case ["expect"]:
+            return Stated(spec["expect"])
+        case ["expect_none"]:  # TOML has no null
+            return Stated(None)
+        case ["raises"]:
+            return Raises(str(spec["raises"]))
+        case ["property"]:
+            return Holds(str(spec["property"]))
+        case ["accepts"]:
+            return Accepts()
+        case ["recompute"]:
+            return Recompute(str(spec["recompute"]))
+        case _:
+            return AskReference()
 
 
 def _arg(value: Any) -> Any:

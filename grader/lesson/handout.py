@@ -19,6 +19,7 @@ from grader.base import files
 from grader.base.errors import LessonError
 from grader.intake import load
 from grader.lesson import lessons
+from grader.lesson.cases import Stated
 
 PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 """`{{NAME}}` in a Markdown cell: one of the lesson's variant numbers, filled in for the student's handout."""
@@ -64,9 +65,10 @@ ANY_PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}")
 def _figure(lesson: lessons.Lesson, exercise_id: str, index: int, own: bool = False,
             figures: dict[str, Any] | None = None) -> str:
     cases = lesson.exercise(exercise_id).cases
-    if index >= len(cases) or not cases[index].has_expect:
+    check = cases[index].check if index < len(cases) else None
+    if not isinstance(check, Stated):
         raise LessonError(f"lesson {lesson.id}: {{{{figure:{exercise_id}/{index}}}}} names no stated figure")
-    value = cases[index].expect
+    value = check.value
     if own and cases[index].varies:
         key = f"{exercise_id}/{index}"
         if figures is None or key not in figures:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.base.shapes import Shape
+from grader.lesson.cases import CHECK_KEYS
 
 _TEXT = {"type": "string"}
 _TEXTS = {"type": "array", "items": _TEXT}
@@ -29,6 +30,9 @@ CASE = _table({
     "columns": _TEXTS, "note": _TEXT, "reference": _TEXT, "recompute": _TEXT, "varies": {"type": "boolean"}, "hint": _TEXT,
 })
 CASE["oneOf"] = [{"required": ["call"]}, {"required": ["value"]}, {"required": ["evaluate", "reference"]}]
+CASE["not"] = {"anyOf": [{"required": [first, second]} for i, first in enumerate(CHECK_KEYS)
+                         for second in CHECK_KEYS[i + 1:]]}
+"""A case declares at most one check (cases.Check): two check keys are refused, never ranked."""
 
 EXERCISE = _table({
     "id": _TEXT, "title": _TEXT, "kind": {"enum": ["simulated", "measured"]}, "points": _NUMBER,
@@ -94,6 +98,9 @@ def problem(spec: dict[str, Any]) -> str | None:
         return f"{where or 'top level'}: {error.message}"
     if error.validator == "oneOf" and error.schema is CASE:
         return f"{where}: a case names exactly one of `call`, `value` and `evaluate` (with its `reference`)"
+    if error.validator == "not" and error.schema is CASE:
+        declared = [f"`{key}`" for key in CHECK_KEYS if isinstance(error.instance, dict) and key in error.instance]
+        return f"{where}: a case declares one check, not {' and '.join(declared)} (one of {', '.join(CHECK_KEYS)})"
     return f"{where or 'top level'}: {error.message}"
 
 

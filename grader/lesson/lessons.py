@@ -23,7 +23,7 @@ from typing import Any
 
 from grader.base.errors import LessonError
 from grader.lesson import lesson_schema, written
-from grader.lesson.cases import KERNEL_ARG, PASTE_ITEMS, Case, case_from_spec
+from grader.lesson.cases import KERNEL_ARG, PASTE_ITEMS, AskReference, Case, case_from_spec
 from grader.lesson.folders import course_folder
 from grader.lesson.written import Question
 
@@ -249,7 +249,7 @@ def _exercise(lesson_id: str, item: dict[str, Any]) -> Exercise:
         raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: kind must be one of {KINDS}")
     cases = tuple(case_from_spec(spec) for spec in item.get("cases", []))
     for case in cases:
-        if not (case.has_expect or case.raises or case.property or case.accepts or case.recompute):
+        if isinstance(case.check, AskReference):
             raise LessonError(f"lesson {lesson_id}, exercise {ex_id}: public case {case.label()} states no expectation")
     scoring = item.get("scoring", "all")
     if scoring not in SCORINGS:

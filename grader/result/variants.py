@@ -36,6 +36,7 @@ from grader.base.errors import GraderError, SubmissionRejected
 from grader.base.options import Options
 from grader.judge import expectations
 from grader.lesson import course, handout, lessons, staff_code
+from grader.lesson.cases import AskReference, Stated
 from grader.result import seeds
 
 RECORD_NAME = "variants.json"
@@ -279,13 +280,13 @@ def own_figures(lesson: lessons.Lesson, ex_id: str, cases: list[lessons.Case], n
     if graded:
         if not numbers or numbers == defaults(lesson):
             return cases, None
-        unstated = [dataclasses.replace(c, expect=None, has_expect=False) if i in varied else c
+        unstated = [dataclasses.replace(c, check=AskReference()) if i in varied else c
                     for i, c in enumerate(cases)]
         return unstated, staff_code.reference(lesson, tuple(sorted(numbers.items())))
     figures = (notebook.metadata.get("grader") or {}).get("public")
     if not isinstance(figures, dict) or found_numbers(lesson, notebook)[1] in ({}, defaults(lesson)):
         return cases, None
-    return [dataclasses.replace(c, expect=figures[f"{ex_id}/{i}"], has_expect=True)
+    return [dataclasses.replace(c, check=Stated(figures[f"{ex_id}/{i}"]))
             if i in varied and f"{ex_id}/{i}" in figures else c for i, c in enumerate(cases)], None
 
 
