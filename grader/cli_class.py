@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from grader.base import spelling
 from grader.base.errors import GraderError
 from grader.cli_flags import EXIT_OK, EXIT_UNSOUND, FILE, Interrupted, echo, options_from, sandbox_options
 from grader.intake import layouts
@@ -166,7 +167,7 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
 
     allow_root = os.environ.get("GRADER_ALLOW_ROOT_KERNEL") == "1"
     graded, data, results = gradescope.run(root, lesson_id, options_from(sandbox="none" if allow_root else None))
-    echo(f"{graded['score']:g} points; results in {results / 'results.json'}")
+    echo(f"{spelling.score(graded['score'])} points; results in {results / 'results.json'}")
     box = data.get("sandbox") or {}
     if box:
         echo(f"grader: sandbox {box.get('mode')}, kernel as {box.get('kernel_as')}"

@@ -14,6 +14,7 @@ from typing import Any
 import nbformat
 
 from grader import authoring as authored, proof
+from grader.base import spelling
 from grader.base.errors import GraderError
 from grader.grading import Options, grade
 from grader.judge import expectations, matching
@@ -58,7 +59,8 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
     for e in bare.exercises:
         if e.status == "passed" or e.score > 0:
             problems.append(f"the bare scaffold {'passes' if e.status == 'passed' else 'earns points in'} {e.id} "
-                            f"({e.score:g} of {e.max_score:g}): its checks cannot tell an empty answer from a right one")
+                            f"({spelling.score(e.score)} of {spelling.score(e.max_score)}): its checks cannot tell an "
+                            "empty answer from a right one")
     problems += _variants(lesson, options, workdir)
     caught = tuple(proof.prove(lesson, options, tuple(range(proof.SEEDS[0], proof.SEEDS[0] + seeds)), workdir))
     problems += [c.line() for c in caught if c.caught < c.seeds]

@@ -89,6 +89,27 @@ def _upstream_attr(name: str) -> bool:
     return name in _UPSTREAM_PRIVATE
 
 
+SPELLING = "base/spelling.py"
+"""The one module that spells a score (and a value) for people."""
+SCORE_WORDS = ("score", "points")
+
+
+def score_spellings(source: str) -> list[str]:
+    """An f-string that spells a score itself (a format spec, or a round() inside the braces) instead of asking
+    grader.base.spelling: `{score:g}`, `{e.points:.4g}`, `{round(total, 2):g}`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FormattedValue):
+            continue
+        inner = ast.unparse(node.value)
+        rounds = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "round"
+                     for n in ast.walk(node.value))
+        if (node.format_spec is not None or rounds) and any(word in inner.lower() for word in SCORE_WORDS):
+            found.append(f"spells a score itself: {{{inner}{':' + ast.unparse(node.format_spec)[2:-1] if node.format_spec else ''}}}"
+                         f" (line {node.lineno}; use grader.base.spelling.score)")
+    return found
+
+
 def breaches() -> list[str]:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -99,6 +120,8 @@ def breaches() -> list[str]:
             found.append(f"grader/{name}: {module_too_long(source)}")
         if path.name != ADAPTER:
             found += [f"grader/{name}: {what}" for what in upstream_private_uses(source)]
+        if str(name) != SPELLING:
+            found += [f"grader/{name}: {what}" for what in score_spellings(source)]
     return found
 
 
@@ -148,6 +171,12 @@ def test_the_result_record_is_typed_but_for_the_one_open_mapping():
         fine: tuple[int, ...]
 
     assert dict_fields(Planted) == ["run", "cells", "maybe"]
+
+
+def test_a_second_way_of_spelling_a_score_is_caught():
+    assert len(score_spellings('x = f"{score:.4g} of {exercise.points:g} points"\n')) == 2
+    assert len(score_spellings('x = f"{round(data[\'score\'], 2)}"\n')) == 1
+    assert score_spellings('x = f"{spelling.score(score)} in {seconds:.1f} s"\n') == []  # asked, and not a score
 
 
 def test_a_long_module_is_caught():

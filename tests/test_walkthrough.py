@@ -282,8 +282,11 @@ def test_a_notebook_of_an_older_release_is_told_so():
 
 
 def test_scores_for_people_have_at_most_two_decimals():
-    assert [render.points(v) for v in (3 + 27 / 28, 4.0, 0.5, 1 / 3)] == ["3.96", "4", "0.5", "0.33"]
-    assert re.fullmatch(r"\d+", render.points(2.0))
+    from grader.base import spelling
+
+    assert [spelling.score(v) for v in (3 + 27 / 28, 4.0, 0.5, 1 / 3, -0.25)] == ["3.96", "4", "0.5", "0.33", "-0.25"]
+    assert re.fullmatch(r"\d+", spelling.score(2.0))
+    assert [spelling.score(v) for v in (None, "auto", True)] == ["None", "auto", "True"]  # not numbers: as they are
 
 
 def test_check_and_grade_with_sandbox_refuse_in_one_line_where_bubblewrap_is_missing(tmp_path, monkeypatch):

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import escape, files
+from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
 from grader.intake import layouts, roster as class_list
 from grader.lesson import lessons
-from grader.report import render, render_text
+from grader.report import render_text
 from grader.result import gradebook
 
 FORMATS = layouts.EXPORTS
@@ -141,7 +141,7 @@ def prairielearn_results(data: dict[str, Any]) -> dict[str, Any]:
     tests += _instructors_tests(data)
     total = float(data.get("max_score") or 0)
     return {"gradable": True, "score": float(data.get("score") or 0) / total if total else 0.0,
-            "message": f"{render.points(data.get('score', 0))} / {render.points(total)}", "tests": tests}
+            "message": f"{spelling.score(data.get('score', 0))} / {spelling.score(total)}", "tests": tests}
 
 
 def _instructors_tests(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -249,10 +249,10 @@ def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster:
         if member:
             by_id[member.student] = data
     rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column],
-            ["    Points Possible", "", "", "", "", f"{lesson.max_score:g}"]]
+            ["    Points Possible", "", "", "", "", spelling.score(lesson.max_score)]]
     for m in members.members:
         found = by_id.get(m.student)
-        score = f"{round(found['score'], 2):g}" if found and found.get("status") == "graded" else ""
+        score = spelling.score(found['score']) if found and found.get("status") == "graded" else ""
         rows.append([m.name, m.student, m.sis_user_id, m.sis_login_id, m.section, score])
     files.write_text(target / "gradebook.csv", escape.csv_text(rows))
     buffer = io.BytesIO()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.base import escape, files
+from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
 from grader.classroom import review_join, review_store
 from grader.lesson import lessons
@@ -149,7 +149,8 @@ class Review:
             raise GraderError(f"question {cell!r} has no rubric item {bad[0]!r} "
                               f"(its items: {', '.join(i.id for i in question.rubric)})")
         if points is not None and not 0 <= points <= question.points:
-            raise GraderError(f"{points:g} points is outside question {cell!r}'s range 0 to {question.points:g}")
+            raise GraderError(f"{spelling.score(points)} points is outside question {cell!r}'s range 0 to "
+                              f"{spelling.score(question.points)}")
         decision = WrittenGrade(cell, tuple(dict.fromkeys(items)), None if items else points, question.points,
                                 _plain(comment, 4000), _plain(grader or self.grader, 200), review_store.now())
         self.store.decide(self.lesson.id, students, decision)
@@ -172,7 +173,8 @@ class Review:
         if question.item(item) is None:
             raise GraderError(f"question {cell!r} has no rubric item {item!r}")
         if not -question.points <= points <= question.points:
-            raise GraderError(f"an item of question {cell!r} may be worth {-question.points:g} to {question.points:g}")
+            raise GraderError(f"an item of question {cell!r} may be worth {spelling.score(-question.points)} to "
+                              f"{spelling.score(question.points)}")
         students = self.store.set_item_points(self.lesson.id, cell, item, points, self.grader)
         for student in students:
             self._join(student)
@@ -186,7 +188,7 @@ class Review:
         if found is None:
             raise GraderError(f"lesson {self.lesson.id} has no exercise {exercise!r}")
         if score is not None and not 0 <= score <= found.points:
-            raise GraderError(f"{score:g} is outside exercise {exercise!r}'s range 0 to {found.points:g}")
+            raise GraderError(f"{spelling.score(score)} is outside exercise {exercise!r}'s range 0 to {spelling.score(found.points)}")
         if score is not None and not reason.strip():
             raise GraderError("an override needs a reason (--reason), and the report shows it")
         made = (Override(exercise, score, _plain(reason.strip(), 1000), _plain(self.grader, 200), review_store.now())

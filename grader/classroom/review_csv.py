@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from grader.base import escape, files
+from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
 from grader.classroom.review import Review
 from grader.result import joining
@@ -63,8 +63,8 @@ def _planned(self: Review, number: int, row: dict[str, str]) -> tuple[str, str, 
         except ValueError:
             raise GraderError(f"{where}: points {row['points'][:40]!r} is not a number") from None
         if not 0 <= points <= question.points:
-            raise GraderError(f"{where}: {points:g} points is outside question {cell!r}'s range 0 to "
-                              f"{question.points:g}")
+            raise GraderError(f"{where}: {spelling.score(points)} points is outside question {cell!r}'s range 0 to "
+                              f"{spelling.score(question.points)}")
     if not items and points is None:
         raise GraderError(f"{where}: neither rubric items nor points for {student[:60]!r} on {cell!r}")
     return cell, student, items, points, row["comment"], row["grader"].strip() or self.grader

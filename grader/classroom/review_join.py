@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import files, spelling
 from grader.base.errors import GraderError
 from grader.intake import roster as class_list
 from grader.lesson import course
@@ -99,7 +99,7 @@ def moved(out: Path, lesson: Lesson, students: list[str], store: Any, members: c
             lines.append(f"{who}: not joined again ({str(err)[:120]})")
             continue
         if after is not None:
-            lines.append(f"{who}: {render.points(before.score)} -> {render.points(after.get('score'))}")
+            lines.append(f"{who}: {spelling.score(before.score)} -> {spelling.score(after.get('score'))}")
     return lines
 
 

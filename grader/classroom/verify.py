@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import files, spelling
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
 from grader.classroom import portfolio
@@ -60,10 +60,7 @@ def whose(data: Any) -> str:
     """A result's student, lesson, score and time of grading, as it states them."""
     if not isinstance(data, dict):
         return ""
-    def num(value: Any) -> str:
-        return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
-
-    score = (f"score {num(data.get('score'))}/{num(data.get('max_score'))}"
+    score = (f"score {spelling.score(data.get('score'))}/{spelling.score(data.get('max_score'))}"
              if data.get("status") == "graded" else f"{data.get('status')}")
     arrived = mapping(data, "submitted_as")
     name = f" ({arrived['name']})" if isinstance(arrived.get("name"), str) and arrived.get("name") else ""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.base import spelling
 from grader.base.errors import GraderError, LessonError
 from grader.judge.expectations import Expectation, Pending, Refused, Unavailable, Value
 from grader.judge.matching import compare
@@ -291,7 +292,7 @@ def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: li
     if status == "passed":
         messages = [_passed_line(cases, excused)]
     elif exercise.scoring == "cases":
-        messages.insert(0, f"{_share(verdicts)} (scored by cases: {score:.4g} of {exercise.points:g} points)")
+        messages.insert(0, f"{_share(verdicts)} (scored by cases: {spelling.score(score)} of {spelling.score(exercise.points)} points)")
     messages += [verdicts[i].message for i in sorted(excused)]
     return ExerciseResult(exercise.id, status, score, exercise.points, exercise.kind, tuple(messages), tuple(verdicts),
                           exercise.scoring)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from grader.base import spelling
 from grader.base.errors import LessonError
 
 
@@ -50,8 +51,8 @@ def questions(spec: dict[str, Any], spec_path: Any, cells: set[str]) -> tuple[Qu
             raise LessonError(f"{spec_path}: written question '{entry['cell']}' repeats a rubric item id")
         reachable = sum(item.points for item in rubric if item.points > 0)
         if reachable < float(entry["points"]):
-            raise LessonError(f"{spec_path}: written question '{entry['cell']}' is worth {entry['points']:g} points, but "
-                              f"its rubric's positive items add up to {reachable:g}")
+            raise LessonError(f"{spec_path}: written question '{entry['cell']}' is worth {spelling.score(entry['points'])} points, but "
+                              f"its rubric's positive items add up to {spelling.score(reachable)}")
         if entry["cell"] not in cells:
             raise LessonError(f"{spec_path}: written question '{entry['cell']}' names no prediction or explanation "
                               f"cell of the scaffold (known: {', '.join(sorted(cells)) or 'none'})")

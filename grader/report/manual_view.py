@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.base import spelling
 from grader.base.errors import LessonError
 from grader.base.shapes import mapping
 from grader.lesson import lessons
@@ -31,7 +32,7 @@ def view(result: dict[str, Any]) -> dict[str, Any] | None:
         items = [question.item(str(i)) if question else None for i in entry.get("items") or []]
         written.append({"question": question.title if question else str(entry.get("question")),
                         "points": entry.get("points"), "max_points": entry.get("max_points"),
-                        "applied": [f"{i.text} ({'+' if i.points > 0 else ''}{i.points:g})" for i in items if i],
+                        "applied": [f"{i.text} ({'+' if i.points > 0 else ''}{spelling.score(i.points)})" for i in items if i],
                         "comment": str(entry.get("comment") or ""), "grader": str(entry.get("grader") or "")})
     overrides = [o for o in part.get("overrides") or [] if isinstance(o, dict)]
     late = mapping(part, "late")

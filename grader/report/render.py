@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from grader.base import escape
+from grader.base import escape, spelling
 from grader.base.errors import LessonError
 from grader.base.shapes import mapping
 from grader.intake import roster as class_list
@@ -39,8 +39,8 @@ def environment() -> jinja2.Environment:
         autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters["num"] = _num
-    env.filters["points"] = points
+    env.filters["num"] = spelling.value
+    env.filters["points"] = spelling.score
     env.filters["plain"] = _plain_value
     env.filters["ticks"] = ticks
     return env
@@ -50,24 +50,6 @@ def ticks(text: Any) -> markupsafe.Markup:
     """A message written for Markdown and terminals, for a page: escaped, then each `code span` as <code>."""
     escaped = str(markupsafe.escape(str(text)))
     return markupsafe.Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
-
-
-def points(value: Any) -> str:
-    """A score for people: at most two decimals (a score by cases can be 27/28 of a point), no trailing zeros."""
-    try:
-        return f"{round(float(value), 2):g}"
-    except (TypeError, ValueError, OverflowError):
-        return str(value)
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and not math.isfinite(value):
-            return str(value)
-        return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
-    return str(value)
 
 
 def _plain_value(value: Any, limit: int = 300) -> str:
@@ -90,7 +72,7 @@ def _plain_value(value: Any, limit: int = 300) -> str:
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
-        return _num(value, 6)
+        return spelling.value(value, 6)
     if hasattr(value, "tolist"):
         value = value.tolist()
     return _plain_value(value, 120) if not isinstance(value, str) else value
@@ -123,7 +105,7 @@ def _table_of_dicts(rows: list[dict[str, Any]], lead: list[str] | None = None) -
             flat = _floats(row.get(key, []))
             counts.append(str(len(flat)))
             samples.append({"row": labels[i], "key": key, "count": len(flat),
-                            "list": ", ".join(_num(v, 6) for v in flat)})
+                            "list": ", ".join(spelling.value(v, 6) for v in flat)})
         body.append(([lead[i]] if lead else []) + [_cell(row.get(key, "")) for key in columns] + counts)
     return {"kind": "table", "columns": (["input"] if lead else []) + columns + [f"{k} (count)" for k in listed],
             "rows": body, "samples": samples}
@@ -168,7 +150,7 @@ def _timeline(answer: Shown, value: list[Any]) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {"kind": "value", "label": answer.case, "value": _cell(value), "note": ""}
     length = min(len(a) for a in arrays)
-    rows = [[_num(float(a[i]), 6) for a in arrays] for i in range(length)]
+    rows = [[spelling.value(float(a[i]), 6) for a in arrays] for i in range(length)]
     return {"kind": "table", "title": answer.case, "columns": list(answer.columns), "rows": rows, "samples": []}
 
 

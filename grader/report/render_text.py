@@ -10,8 +10,8 @@ from typing import Any
 
 from grader.base import escape
 from grader.base.shapes import mapping
+from grader.base.spelling import score as points
 from grader.intake.roster import who
-from grader.report.render import points
 
 MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
 LEGEND = ("PASS every case matched · FAIL an answer differs (shown above) · ERROR your code raised, or a cell "
@@ -80,8 +80,8 @@ def validation_text(outcome: Any) -> str:
     ref_passed = sum(1 for e in ref.exercises if e.status == "passed")
     bare_passed = sum(1 for e in bare.exercises if e.status == "passed")
     lines = [f"lesson {outcome.lesson}",
-             f"reference: {ref_passed}/{len(ref.exercises)} passed (score {ref.score:g}/{ref.max_score:g}, seed {ref.seed})",
-             f"scaffold: {bare_passed} passed (score {bare.score:g}/{bare.max_score:g})",
+             f"reference: {ref_passed}/{len(ref.exercises)} passed (score {points(ref.score)}/{points(ref.max_score)}, seed {ref.seed})",
+             f"scaffold: {bare_passed} passed (score {points(bare.score)}/{points(bare.max_score)})",
              "nothing crashed: both notebooks were graded to the end"]
     caught = getattr(outcome, "proof", ())
     if caught:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import escape, files
+from grader.base import escape, files, spelling
 from grader.base.options import MAX_HASH_SEED, MAX_SEED, Options
 from grader.result import seeds
 
@@ -90,7 +90,7 @@ class Change:
 
 
 def _score(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, (int, float)) else "rejected"
+    return spelling.score(value) if isinstance(value, (int, float)) else "rejected"
 
 
 def _graded_score(data: dict[str, Any]) -> float | None:
