@@ -66,7 +66,7 @@ def properties_run(lesson: lessons.Lesson) -> list[str]:
         except Exception:  # the reference cannot answer it outside a kernel (a live replay): nothing to try here
             continue
         try:
-            checks[name](case, answer)
+            checks[name](expectations.asked(case), answer)
         except Exception as err:
             frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == path]
             where = f"{path}, line {frames[-1].lineno}" if frames else str(path)

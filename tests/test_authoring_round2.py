@@ -100,8 +100,8 @@ def test_a_check_that_raises_on_the_references_own_answer_is_the_lessons_fault(c
 
     from grader import grading, validate
 
-    _edit(course_copy / "lessons" / LESSON / "properties.py", '    batch = int(case.args[0])\n',
-          '    batch = int(case.args[0])\n    1 / 0\n')
+    _edit(course_copy / "lessons" / LESSON / "properties.py", '    batch = int(asked.args[0])\n',
+          '    batch = int(asked.args[0])\n    1 / 0\n')
     lesson = lessons.get(LESSON)
     path = tmp_path / "reference.ipynb"
     nbformat.write(handout.solution_notebook(lesson), str(path))

@@ -110,6 +110,26 @@ def score_spellings(source: str) -> list[str]:
     return found
 
 
+COURSE = PACKAGE.parent
+LESSON_CODE = ("lessons", "solutions")
+"""Where course staff's code lives: properties, scaffolds, references, hidden cases, mistakes."""
+PUBLIC = {"grader", "grader.check"}
+"""What a notebook or a lesson may import of the grader: the package and its in-notebook check."""
+
+
+def internal_imports(source: str) -> list[str]:
+    """Imports of the grader's internals (`from grader.run.wire import decode`) in a lesson's own code."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+        if isinstance(node, ast.ImportFrom) and node.module == "grader":
+            names = [f"grader.{alias.name}" for alias in node.names]
+        found += [f"imports {name} (line {node.lineno}): a lesson is given decoded values and needs nothing internal"
+                  for name in names if (name == "grader" or name.startswith("grader.")) and name not in PUBLIC]
+    return found
+
+
 def breaches() -> list[str]:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -122,6 +142,9 @@ def breaches() -> list[str]:
             found += [f"grader/{name}: {what}" for what in upstream_private_uses(source)]
         if str(name) != SPELLING:
             found += [f"grader/{name}: {what}" for what in score_spellings(source)]
+    for folder in LESSON_CODE:
+        for path in sorted((COURSE / folder).rglob("*.py")):
+            found += [f"{path.relative_to(COURSE)}: {what}" for what in internal_imports(path.read_text(encoding="utf-8"))]
     return found
 
 
@@ -177,6 +200,14 @@ def test_a_second_way_of_spelling_a_score_is_caught():
     assert len(score_spellings('x = f"{score:.4g} of {exercise.points:g} points"\n')) == 2
     assert len(score_spellings('x = f"{round(data[\'score\'], 2)}"\n')) == 1
     assert score_spellings('x = f"{spelling.score(score)} in {seconds:.1f} s"\n') == []  # asked, and not a score
+
+
+def test_a_lesson_module_importing_grader_internals_is_caught():
+    assert internal_imports("from grader.run.wire import decode\nimport grader.lesson.cases as c\n") == [
+        "imports grader.run.wire (line 1): a lesson is given decoded values and needs nothing internal",
+        "imports grader.lesson.cases (line 2): a lesson is given decoded values and needs nothing internal"]
+    assert internal_imports("from grader import spelling\n")[0].startswith("imports grader.spelling")
+    assert internal_imports("import grader\nfrom grader import check\nimport numpy as np\nfrom . import x\n") == []
 
 
 def test_a_long_module_is_caught():

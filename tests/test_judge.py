@@ -146,6 +146,21 @@ def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exe
     assert "`ex`" in result.messages[0] and "OverflowError" in result.messages[0]
 
 
+def test_a_consistency_check_is_given_decoded_inputs_and_needs_nothing_of_the_graders():
+    seen = []
+
+    def positive_sum(asked, value):  # what a lesson's properties.py writes, with no grader import
+        seen.append(asked)
+        return [] if abs(value - float(np.sum(asked.args[0])) * asked.kwargs["scale"]) < 1e-9 else ["wrong sum"]
+
+    ex = _exercise(case(args=[{"array": [1.5, 2.5]}], kwargs={"scale": 2}, property="positive_sum"))
+    probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 8.0}),))
+    result = judge.judge(ex, list(ex.cases), probe, [Holds("positive_sum")], (), None, {"positive_sum": positive_sum})
+    assert result.status == "passed"  # 2 * (1.5 + 2.5)
+    assert isinstance(seen[0].args[0], np.ndarray) and seen[0].args[0].tolist() == [1.5, 2.5]
+    assert (seen[0].name, seen[0].mode, seen[0].kwargs, seen[0].hidden) == ("f", "call", {"scale": 2}, False)
+
+
 def test_a_lesson_naming_an_unknown_check_is_still_the_lessons_fault():
     from grader.base.errors import LessonError
 

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from grader.lesson.cases import Accepts, AskReference, Case, Holds, Raises, Recompute, Stated
+from grader.lesson.cases import Accepts, AskReference, Asked, Case, Holds, Raises, Recompute, Stated
 from grader.run.decoded import Answer, as_answered, decode
 
 
@@ -68,6 +68,11 @@ def expectation(case: Case, reference: dict[str, Any] | None) -> Expectation:
                 raise RuntimeError(f"reference failed on {case.label()}: {type(exc).__name__}: {exc}") from exc
             return Value(as_answered(answer))
     raise AssertionError(f"a check of no known kind: {case.check!r}")
+
+
+def asked(case: Case) -> Asked:
+    """What a lesson's consistency check is given about a case: its arguments decoded (arrays as NumPy arrays)."""
+    return Asked(case.name, case.mode, tuple(decode(list(case.args))), dict(decode(dict(case.kwargs))), case.hidden)
 
 
 def reference_answer(case: Case, reference: dict[str, Any]) -> Any:

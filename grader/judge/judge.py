@@ -17,9 +17,9 @@ from typing import Any
 
 from grader.base import spelling
 from grader.base.errors import GraderError, LessonError
-from grader.judge.expectations import Expectation, Pending, Refused, Unavailable, Value
+from grader.judge.expectations import Expectation, Pending, Refused, Unavailable, Value, asked
 from grader.judge.matching import compare
-from grader.lesson.cases import Accepts, Case, Holds, Raises, Recompute
+from grader.lesson.cases import Accepts, Case, Checks, Holds, Raises, Recompute
 from grader.lesson.lessons import Exercise
 from grader.run.cells import CellRun, cell_name, readable
 from grader.run.decoded import Answer, Raised
@@ -108,7 +108,7 @@ _NUMBERS = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def _case_verdict(case: Case, answer: Answer, expect: Expectation,
-                  checks: dict[str, Callable[[Case, Any], list[str]]]) -> CaseVerdict:
+                  checks: Checks) -> CaseVerdict:
     label = case.label()
     prefix = f"hidden case {label}" if case.hidden else label
     if answer.missing is not None:
@@ -152,13 +152,13 @@ def _raised(case: Case, raised: Raised | None, prefix: str) -> CaseVerdict:
     return CaseVerdict(label, case.hidden, "failed", f"{prefix}: returned normally; this input is invalid and must raise ValueError")
 
 
-def _holds(case: Case, answer: Answer, name: str, checks: dict[str, Callable[[Case, Any], list[str]]],
+def _holds(case: Case, answer: Answer, name: str, checks: Checks,
            prefix: str) -> CaseVerdict:
     """A case judged by the lesson's consistency check of this name."""
     check = checks.get(name)
     if check is None:
         raise LessonError(f"the lesson names an unknown consistency check '{name}'")
-    problems = check(case, answer.value)
+    problems = check(asked(case), answer.value)
     if problems:
         return CaseVerdict(case.label(), case.hidden, "failed", f"{prefix}: " + "; ".join(problems[:3]))
     return CaseVerdict(case.label(), case.hidden, "passed")
@@ -243,7 +243,7 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
 
 def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],
           cells: tuple[CellRun, ...], notebook: Any,
-          checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
+          checks: Checks) -> ExerciseResult:
     """Judge one exercise from its probe and the expectations for its cases.
 
     Everything judged here came from the student's kernel. A value that makes
@@ -273,7 +273,7 @@ def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: lis
 
 def _judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],
            cells: tuple[CellRun, ...], notebook: Any,
-           checks: dict[str, Callable[[Case, Any], list[str]]]) -> ExerciseResult:
+           checks: Checks) -> ExerciseResult:
     excused = _unanswerable(cases, probe.results, expectations, cells, notebook) if probe.status == "ok" else {}
     blocked = _blocked(exercise, probe, cells, notebook, frozenset(cases[i].name for i in excused))
     if blocked:

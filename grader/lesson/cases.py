@@ -9,6 +9,7 @@ functions, or the reference's answer on the same input).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,25 @@ class AskReference:
 
 Check = Stated | Raises | Holds | Accepts | Recompute | AskReference
 """What a right answer to a case is: exactly one check, declared by exactly one key (the schema refuses two)."""
+
+@dataclass(frozen=True)
+class Asked:
+    """What a lesson's consistency check (`properties.py`) is given about its case: plain, decoded data.
+
+    `args` and `kwargs` are the values the student's code was given (arrays as NumPy arrays; a `{kernel =
+    "name"}` argument is the student's own value as the kernel sent it), so a lesson's checks need nothing of
+    the grader's: no import, no wire format.
+    """
+
+    name: str
+    mode: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    hidden: bool
+
+
+Checks = dict[str, Callable[[Asked, Any], list[str]]]
+"""A lesson's consistency checks by name: each takes what was asked and the student's decoded answer."""
 
 CHECK_KEYS = ("expect", "expect_none", "raises", "property", "accepts", "recompute")
 """The keys that declare a case's check; a case has at most one (none: ask the reference)."""

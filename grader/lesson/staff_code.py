@@ -18,6 +18,7 @@ import numpy as np
 
 from grader.base.errors import LessonError
 from grader.lesson import lessons
+from grader.lesson.cases import Checks
 from grader.lesson.handout import answer_cells, scaffold, tagged
 
 
@@ -56,8 +57,9 @@ def _module(path: Path, name: str) -> ModuleType:
 
 
 @functools.cache
-def properties(lesson: lessons.Lesson) -> dict[str, Callable[[lessons.Case, Any], list[str]]]:
-    """The lesson's public consistency checks (`lessons/<id>/properties.py`)."""
+def properties(lesson: lessons.Lesson) -> Checks:
+    """The lesson's public consistency checks (`lessons/<id>/properties.py`): each is given what was asked
+    (cases.Asked, decoded) and the student's decoded answer."""
     path = lesson.folder / "properties.py"
     if not path.is_file():
         return {}

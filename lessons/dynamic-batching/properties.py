@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from grader.run.wire import decode
-
 FIELDS = ("id", "scheduled_ms", "sent_ms", "enqueued_ms", "dispatched_ms", "compute_start_ms", "compute_end_ms",
           "received_ms", "batch_id", "batch_size")
 ORDER = ("enqueued_ms", "dispatched_ms", "compute_start_ms", "compute_end_ms", "received_ms")
@@ -48,9 +46,9 @@ def _records(answer: Any) -> tuple[list[dict[str, float]], list[str]]:
     return rows, []
 
 
-def live_records(case: Any, answer: Any) -> list[str]:
+def live_records(asked: Any, answer: Any) -> list[str]:
     """`live` holds one consistent record per request of the trace, under the student's policy."""
-    policy, trace = decode(list(case.args))
+    policy, trace = asked.args
     rows, problems = _records(answer)
     if problems:
         return problems
@@ -114,9 +112,9 @@ def open_loop(rows: list[dict[str, float]]) -> list[str]:
             "whether or not earlier ones have returned, as the given `replay` does"]
 
 
-def measured_summary(case: Any, answer: Any) -> list[str]:
+def measured_summary(asked: Any, answer: Any) -> list[str]:
     """`measured` is the latency summary of the records' latencies counted from scheduled_ms."""
-    (records,) = decode(list(case.args))
+    (records,) = asked.args
     rows, problems = _records(records)
     if problems:
         return ["`measured` cannot be checked: " + problems[0]]

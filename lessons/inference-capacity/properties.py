@@ -59,14 +59,14 @@ def _report(report: Any, batch: int, repeats: int, where: str) -> list[str]:
     return problems
 
 
-def measure_report(case: Any, answer: Any) -> list[str]:
+def measure_report(asked: Any, answer: Any) -> list[str]:
     """`measure(batch, repeats=r)` returns a consistent report."""
-    batch = int(case.args[0])
-    repeats = int(case.kwargs.get("repeats", 40))
+    batch = int(asked.args[0])
+    repeats = int(asked.kwargs.get("repeats", 40))
     return _report(answer, batch, repeats, f"measure({batch}, repeats={repeats})")
 
 
-def measurements(case: Any, answer: Any) -> list[str]:
+def measurements(asked: Any, answer: Any) -> list[str]:
     """`measurements` holds consistent reports for batches 1, 8 and 32."""
     if not isinstance(answer, list) or len(answer) != 3:
         return ["`measurements` should be the list [measure(1), measure(8), measure(32)]"]
@@ -76,12 +76,12 @@ def measurements(case: Any, answer: Any) -> list[str]:
     return problems
 
 
-def infer_output(case: Any, answer: Any) -> list[str]:
+def infer_output(asked: Any, answer: Any) -> list[str]:
     """`infer(x)` matches a float64 NumPy computation with the scaffold's weights."""
     weights = np.random.default_rng(WEIGHT_SEED)
     w1 = weights.normal(0, 0.1, (64, 32)).astype(np.float32).astype(np.float64)
     w2 = weights.normal(0, 0.1, (32, 8)).astype(np.float32).astype(np.float64)
-    x = np.asarray(case.args[0]["__array__"], dtype=np.float64)
+    x = np.asarray(asked.args[0], dtype=np.float64)
     want = np.tanh(x @ w1) @ w2
     try:
         got = np.asarray(answer, dtype=np.float64)
