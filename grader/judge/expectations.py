@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from grader.lesson.cases import Accepts, AskReference, Asked, Case, Holds, Raises, Recompute, Stated
+from grader.lesson.cases import Accepts, Asked, AskReference, Case, Holds, Raises, Recompute, Stated
 from grader.run.decoded import Answer, as_answered, decode
 
 
