@@ -28,6 +28,7 @@ from conftest import patched_solution
 from test_similarity import LESSON, SUBS, _class, _disguised
 
 from grader.classroom import similarity
+from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import handout, lessons
 
 NAMES = ("predictions", "rows_read", "waited", "calls", "unfilled", "groups", "answers", "read", "baseline",
@@ -64,7 +65,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             _write_class(Path(tmp), count, rng)
             began = time.perf_counter()
-            found = similarity.of_batch(Path(tmp), lesson)
+            found = similarity.of_batch(BatchFolder(Path(tmp)), lesson)
             spent = time.perf_counter() - began
         flagged = sum(p.flagged for p in found.code)
         print(f"{count} notebooks: {spent:.2f} s ({len(found.code)} pairs share a fingerprint, {flagged} flagged)")

@@ -56,8 +56,9 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
     from grader.classroom import batch as batching
 
     try:
-        summary = batching.run(folder, lesson_id, out_dir, jobs=jobs, options=options, scheduler=scheduler,
-                               roster=roster, began=began, regrade=regrade, tls=tls_dir, force=force)
+        summary = batching.run(batching.Request(Path(folder), lesson_id, Path(out_dir), jobs, options, scheduler,
+                                                Path(tls_dir) if tls_dir else None, Path(roster) if roster else None,
+                                                regrade, force, began=began))
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None
@@ -73,18 +74,20 @@ def similarity_cmd(out_dir: Path, lesson_id: str | None, json_path: str | None, 
     """Flag pairs of students in a batch's OUT_DIR whose written code or explanations match, for review."""
     from grader.base import files
     from grader.classroom import similarity
+    from grader.classroom.batch_folder import BatchFolder
     from grader.lesson import lessons
     from grader.report import render_similarity
     from grader.result import record
 
-    lesson = lessons.get(lesson_id or similarity.batch_lesson(out_dir))
-    found = similarity.of_batch(out_dir, lesson, similarity.THRESHOLD if threshold is None else threshold)
-    files.write_text(out_dir / "similarity.html", render_similarity.similarity_html(found, lesson))
+    folder = BatchFolder(out_dir)
+    lesson = lessons.get(lesson_id or similarity.batch_lesson(folder))
+    found = similarity.of_batch(folder, lesson, similarity.THRESHOLD if threshold is None else threshold)
+    files.write_text(folder.similarity, render_similarity.similarity_html(found, lesson))
     if json_path:  # "-": standard output, and nothing else there
         (sys.stdout.write if json_path == "-" else lambda text: files.write_text(json_path, text))(
             record.dumps(found.as_json()))
     if json_path != "-":
-        echo(found.summary() + f"; see {out_dir / 'similarity.html'}")
+        echo(found.summary() + f"; see {folder.similarity}")
 
 
 @click.command("portfolio")
@@ -150,8 +153,9 @@ def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | 
                assignment_id: str, assignment: str) -> None:
     """Hand a batch's grades and feedback to Canvas, PrairieLearn or Gradescope (OUTDIR: the batch's --out)."""
     from grader.classroom import gradescope, platforms
+    from grader.classroom.batch_folder import BatchFolder
 
-    written = (gradescope.bundle(lesson_id or platforms.batch_lesson(batch_dir), target or batch_dir / "export" / fmt)
+    written = (gradescope.bundle(lesson_id or platforms.batch_lesson(batch_dir), target or BatchFolder(batch_dir).export(fmt))
                if fmt == "gradescope" else platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment,
                                                             assignment_id))
     echo(platforms.describe(fmt, written))

@@ -71,8 +71,8 @@ def _batch_with_a_kill(folder, out, options, tls):
         killed: list[int] = []
         killer = threading.Thread(target=_kill_a_busy_worker, args=(client, killed), daemon=True)
         killer.start()
-        summary = batch.run(folder, LESSON, out, options=options, scheduler=cluster.scheduler_address, progress=False,
-                            tls=tls)
+        summary = batch.run(batch.Request(folder, LESSON, out, options=options, scheduler=cluster.scheduler_address, progress=False,
+                            tls=tls))
         killer.join(timeout=60)
     assert killed, "no worker was busy to kill"
     return summary
@@ -108,7 +108,7 @@ def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(
     assert all("the cluster lost this submission's task (KilledWorker" in rows[s][1]["error"] for s in lost)
     assert all(rows[s][0] == "graded" for s in STUDENTS if s not in lost)
     # the next run grades what was lost, locally this time, and replaces those rows
-    again = batch.run(folder, LESSON, tmp_path / "out", jobs=2, options=options, progress=False)
+    again = batch.run(batch.Request(folder, LESSON, tmp_path / "out", jobs=2, options=options, progress=False))
     rows, count = _recorded(tmp_path / "out")
     assert again.skipped == len(STUDENTS) - len(lost) and count == len(STUDENTS)
     assert all(status == "graded" for status, _ in rows.values())

@@ -225,14 +225,14 @@ def test_a_changed_late_policy_or_extension_applies_on_the_next_plain_run_and_sa
     write(book, folder / "hopperben_LATE_1002_5552_lab.ipynb")
     out = tmp_path / "out"
     options = grading.Options(limits=FAST)
-    first = batch.run(folder, "inference-scaling", out, jobs=1, options=options, progress=False)
+    first = batch.run(batch.Request(folder, "inference-scaling", out, jobs=1, options=options, progress=False))
     assert first.counts["graded"] == 2 and not first.named.get("moved")
     score = {s: json.loads((out / "results" / f"{s}.json").read_text())["score"] for s in ("1001", "1002")}
     assert score == {"1001": 3.0, "1002": 3.0}  # no late policy yet: the mark costs nothing
 
     (home / "course.toml").write_text('name = "late"\ntimezone = "UTC"\n'
                                       '[lessons.inference-scaling.late]\npercent_per_day = 10\n')
-    again = batch.run(folder, "inference-scaling", out, jobs=1, options=options, progress=False)
+    again = batch.run(batch.Request(folder, "inference-scaling", out, jobs=1, options=options, progress=False))
     assert again.skipped == 2 and again.counts["graded"] == 0  # no kernel ran
     assert again.named["moved"] == ["1002: 3 -> 2.7"]  # by hand: one day late (the mark), 10 % of 3 points
     late = json.loads((out / "results" / "1002.json").read_text())
@@ -242,9 +242,9 @@ def test_a_changed_late_policy_or_extension_applies_on_the_next_plain_run_and_sa
     roster = tmp_path / "roster.csv"
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Extension (days)\n"
                       "\"Lovelace, Ada\",1001,a1,ada,S1,\n\"Hopper, Ben\",1002,b1,ben,S1,1\n")
-    excused = batch.run(folder, "inference-scaling", out, jobs=1, options=options, progress=False, roster=roster)
+    excused = batch.run(batch.Request(folder, "inference-scaling", out, jobs=1, options=options, progress=False, roster=roster))
     assert excused.named["moved"] == ["1002: 2.7 -> 3"]  # the extension excuses the mark
-    quiet = batch.run(folder, "inference-scaling", out, jobs=1, options=options, progress=False)
+    quiet = batch.run(batch.Request(folder, "inference-scaling", out, jobs=1, options=options, progress=False))
     assert quiet.named["moved"] == []  # the roster kept beside the gradebook still counts; nothing moves again
 
 
@@ -264,7 +264,7 @@ def test_nothing_of_the_private_state_is_in_results_reports_exports_or_a_portfol
     for name in ("ada.ipynb", "ben.py"):
         shutil.copy(samples / name, folder / name)
     out = tmp_path / "out"
-    batch.run(folder, "inference-scaling", out, jobs=2, options=grading.Options(limits=FAST), progress=False)
+    batch.run(batch.Request(folder, "inference-scaling", out, jobs=2, options=grading.Options(limits=FAST), progress=False))
     platforms.export("prairielearn", out)
     portfolio.build([out / "results" / "ada.json"], tmp_path / "ada.zip")
     written = [p for p in out.rglob("*") if p.is_file()]
@@ -284,10 +284,10 @@ def test_a_batch_folder_records_its_course_and_another_course_cannot_grade_into_
     empty = tmp_path / "class"
     empty.mkdir()
     out = tmp_path / "out"
-    batch.run(empty, "inference-scaling", out, jobs=1, progress=False, options=grading.Options(sandbox="none"))
+    batch.run(batch.Request(empty, "inference-scaling", out, jobs=1, progress=False, options=grading.Options(sandbox="none")))
     assert json.loads((out / "course.json").read_text()) == {"course": "first", "root": str(first)}
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     _in(second, monkeypatch)
     with pytest.raises(GraderError, match=r"was graded by course 'first' .*the course in force is 'second'"):
-        batch.run(empty, "inference-scaling", out, jobs=1, progress=False, options=grading.Options(sandbox="none"))
+        batch.run(batch.Request(empty, "inference-scaling", out, jobs=1, progress=False, options=grading.Options(sandbox="none")))
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing written, nothing lost

@@ -100,7 +100,7 @@ def test_two_students_with_one_file_meet_different_seeds_and_each_the_same_as_gr
     folder.mkdir()
     for student in ("1001", "1002"):
         shutil.copy(SAMPLES / "ben.py", folder / f"{student}.py")
-    batch.run(folder, LESSON, tmp_path / "out", jobs=2, options=grading.Options(), progress=False)
+    batch.run(batch.Request(folder, LESSON, tmp_path / "out", jobs=2, options=grading.Options(), progress=False))
     results = {s: json.loads((tmp_path / "out" / "results" / f"{s}.json").read_text()) for s in ("1001", "1002")}
     assert results["1001"]["seed"] != results["1002"]["seed"]
     alone = _grade(folder / "1002.py", tmp_path, 0)

@@ -110,6 +110,24 @@ def score_spellings(source: str) -> list[str]:
     return found
 
 
+LAYOUT_OWNER = "classroom/batch_folder.py"
+LAYOUT = ("results", "reports", "notebooks", "unpacked", "export", "gradebook.sqlite", "grades.csv", "changes.csv",
+          "index.html", "similarity.html", "roster.csv", "course.json", "review.sqlite", "profile.json")
+"""The batch folder's layout: spelt by its owner only."""
+
+
+def layout_literals(source: str) -> list[str]:
+    """A batch folder's part spelt outside its owner in a path: `out / "results"`, `Path(out) / "grades.csv"`.
+    (Another layout's names, a portfolio's `index.html`, Gradescope's `results/`, are their owners' constants.)"""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        parts = [node.left, node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else []
+        for part in parts:
+            if isinstance(part, ast.Constant) and part.value in LAYOUT:
+                found.append(f"spells the batch folder's {part.value!r} (line {part.lineno}; ask BatchFolder)")
+    return sorted(set(found))
+
+
 COURSE = PACKAGE.parent
 LESSON_CODE = ("lessons", "solutions")
 """Where course staff's code lives: properties, scaffolds, references, hidden cases, mistakes."""
@@ -142,6 +160,8 @@ def breaches() -> list[str]:
             found += [f"grader/{name}: {what}" for what in upstream_private_uses(source)]
         if str(name) != SPELLING:
             found += [f"grader/{name}: {what}" for what in score_spellings(source)]
+        if str(name) != LAYOUT_OWNER:
+            found += [f"grader/{name}: {what}" for what in layout_literals(source)]
     for folder in LESSON_CODE:
         for path in sorted((COURSE / folder).rglob("*.py")):
             found += [f"{path.relative_to(COURSE)}: {what}" for what in internal_imports(path.read_text(encoding="utf-8"))]
@@ -208,6 +228,14 @@ def test_a_lesson_module_importing_grader_internals_is_caught():
         "imports grader.lesson.cases (line 2): a lesson is given decoded values and needs nothing internal"]
     assert internal_imports("from grader import spelling\n")[0].startswith("imports grader.spelling")
     assert internal_imports("import grader\nfrom grader import check\nimport numpy as np\nfrom . import x\n") == []
+
+
+def test_a_batch_folders_layout_spelt_outside_its_owner_is_caught():
+    assert layout_literals('p = out / "results" / f"{s}.json"\nq = Path(out) / "gradebook.sqlite"\n') == [
+        "spells the batch folder's 'gradebook.sqlite' (line 2; ask BatchFolder)",
+        "spells the batch folder's 'results' (line 1; ask BatchFolder)"]
+    assert layout_literals('p = "grades.csv" / base\n') == ["spells the batch folder's 'grades.csv' (line 1; ask BatchFolder)"]
+    assert layout_literals('data["results"] = []\np = folder.result(s)\n') == []  # a JSON key is not the layout
 
 
 def test_a_long_module_is_caught():

@@ -131,8 +131,8 @@ def batches(tmp_path_factory):
     for layout in LAYOUT_IDS:
         source = make_class(layout, root / "in")
         out = root / "out" / layout
-        summary = batch.run(source, LESSON, out, jobs=3, options=options, progress=False,
-                            roster=roster if layout == "canvas" else None)
+        summary = batch.run(batch.Request(source, LESSON, out, jobs=3, options=options, progress=False,
+                            roster=roster if layout == "canvas" else None))
         done[layout] = (summary, out)
     return done, roster
 

@@ -124,8 +124,8 @@ def test_student_html_is_rendered_as_text_everywhere(tmp_path):
     folder.mkdir()
     write(notebook, folder / (HOSTILE_TEXT.replace("/", "").replace('"', "")[:40] + ".ipynb"))
     out = tmp_path / "out"
-    batch.run(folder, "inference-capacity", out, jobs=1,
-              options=grading.Options(limits=FAST, seed=SEED), progress=False)
+    batch.run(batch.Request(folder, "inference-capacity", out, jobs=1,
+              options=grading.Options(limits=FAST, seed=SEED), progress=False))
     [result_path] = list((out / "results").glob("*.json"))
     data = json.loads(result_path.read_text())
     pages = {"report": render.report_html(data), "dashboard": (out / "index.html").read_text(),

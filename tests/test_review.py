@@ -383,7 +383,7 @@ def test_a_regrade_of_the_autograded_part_keeps_the_instructors_part(out, batch)
 @pytest.mark.kernel
 def test_what_a_student_wrote_cannot_end_the_pages_script_and_a_linked_store_is_refused(out, tmp_path):
     from grader.base.errors import GraderError
-    from grader.classroom import review_store
+    from grader.classroom.batch_folder import BatchFolder
     from grader.classroom.review import Review, page_data
 
     hostile = "</script><script>alert(1)</script> & <!-- \u2028"
@@ -402,8 +402,8 @@ def test_what_a_student_wrote_cannot_end_the_pages_script_and_a_linked_store_is_
     assert "</script" not in shown and "<!--" not in shown and "&" not in shown.replace("\\u0026", "")
     texts = [a["text"] for q in json.loads(shown)["questions"] for g in q["groups"] for a in g["answers"]]
     assert hostile in texts  # the page shows it as written (as text: the page never parses it as HTML)
-    (out / review_store.NAME).unlink()
-    (out / review_store.NAME).symlink_to(tmp_path / "elsewhere.sqlite")
+    BatchFolder(out).review_store.unlink()
+    BatchFolder(out).review_store.symlink_to(tmp_path / "elsewhere.sqlite")
     with pytest.raises(GraderError, match="not a plain file"):
         Review(out, "ta")
     assert not (tmp_path / "elsewhere.sqlite").exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from grader import cli
-from grader.classroom import recording
+from grader.classroom.batch_folder import BatchFolder
 from grader.report import finish
 from grader.result import gradebook, record, sign
 
@@ -52,7 +52,7 @@ def _recorded(graded, out: Path, key) -> dict:
     data = graded.solution(LESSON)
     book = gradebook.Gradebook(out / "gradebook.sqlite")
     try:
-        return recording.store(out, book, "ada", Path("ada.ipynb"), finish.Graded(record.read_result(data)), key)
+        return BatchFolder(out).store(book, "ada", Path("ada.ipynb"), finish.Graded(record.read_result(data)), key)
     finally:
         book.close()
 
@@ -170,7 +170,7 @@ def _signed_result(graded, tmp_path, student="ada") -> Path:
     notebook = json.dumps({"cells": [], "note": f"{student}'s executed notebook"})
     book = gradebook.Gradebook(tmp_path / student / "gradebook.sqlite")
     try:
-        recording.store(tmp_path / student, book, student, Path(f"{student}.ipynb"),
+        BatchFolder(tmp_path / student).store(book, student, Path(f"{student}.ipynb"),
                      finish.Graded(record.read_result(data), notebook=notebook), sign.signing_key())
     finally:
         book.close()

@@ -17,6 +17,7 @@ from test_render import CHROME_FLAGS, CHROMIUM
 
 from grader import cli
 from grader.classroom import similarity
+from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import handout, lessons
 from grader.report import render_similarity
 
@@ -108,7 +109,7 @@ def test_the_command_reads_a_batch_and_writes_every_flagged_pair_as_json(tmp_pat
     (out / "results").mkdir()
     for name, notebook in _class().items():
         nbformat.write(notebook, str(out / "notebooks" / f"{name}.ipynb"))
-    (out / "results" / "orig.json").write_text(json.dumps({"schema": 1, "lesson": LESSON, "student": "orig"}))
+    (out / "results" / "orig.json").write_text(json.dumps({"schema": 1, "status": "graded", "lesson": LESSON, "student": "orig"}))
     done = CliRunner().invoke(cli.main, ["similarity", str(out), "--json", "-", "--threshold", "0.5"])
     assert done.exit_code == 0, done.output
     data = json.loads(done.output)
@@ -131,7 +132,7 @@ def test_a_notebook_that_cannot_be_read_is_left_out_not_a_crash(tmp_path, broken
     else:
         (out / "notebooks" / "eve.ipynb").write_text(broken)
     nbformat.write(handout.scaffold(lessons.get(LESSON)), str(out / "notebooks" / "ada.ipynb"))
-    report = similarity.of_batch(out, lessons.get(LESSON))
+    report = similarity.of_batch(BatchFolder(out), lessons.get(LESSON))
     assert list(report.students) == ["ada"] and report.code == []
 
 

@@ -47,7 +47,7 @@ def test_a_batch_with_a_250_byte_flat_name_grades_everyone_and_names_every_file_
     archive = _zip(tmp_path / "class.zip", [(stem + ".py", b"x = 1\n"),
                                             ("ada.ipynb", (SAMPLES / "ada.ipynb").read_bytes())])
     out = tmp_path / "out"
-    batch.run(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False)
+    batch.run(batch.Request(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False))
     results = {json.loads(p.read_text())["student"]: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
     assert results["ada"]["score"] == 3.0
     long_id = next(s for s in results if s != "ada")
@@ -72,7 +72,7 @@ def test_a_batch_rejects_both_spellings_and_writes_one_row(tmp_path):
     nfc, nfd = unicodedata.normalize("NFC", "josé"), unicodedata.normalize("NFD", "josé")
     archive = _zip(tmp_path / "class.zip", [(nfc + ".ipynb", body), (nfd + ".ipynb", b"{}")])
     out = tmp_path / "out"
-    batch.run(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False)
+    batch.run(batch.Request(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False))
     rows = (out / "grades.csv").read_text(encoding="utf-8").splitlines()[1:]
     assert len(rows) == 1 and rows[0].startswith(nfc + ",")
     result = json.loads((out / "results" / f"{nfc}.json").read_text())
@@ -251,14 +251,14 @@ def test_a_regrade_grades_edited_seeds_with_fresh_ones_and_says_so(tmp_path, cou
         shutil.copy(SAMPLES / name, folder / name)
     out = tmp_path / "out"
     options = grading.Options(limits=FAST)
-    batch.run(folder, LESSON, out, jobs=2, options=options, progress=False)
+    batch.run(batch.Request(folder, LESSON, out, jobs=2, options=options, progress=False))
     before = {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
     with sqlite3.connect(out / "gradebook.sqlite") as db:
         for student, field, value in (("ada", "seed", 10**30), ("ben", "hash_seed", 2**40)):
             (text,) = db.execute("SELECT result_json FROM grades WHERE student=?", (student,)).fetchone()
             db.execute("UPDATE grades SET result_json=? WHERE student=?",
                        (json.dumps(dict(json.loads(text), **{field: value})), student))
-    summary = batch.run(folder, LESSON, out, jobs=2, options=options, progress=False, regrade=True)
+    summary = batch.run(batch.Request(folder, LESSON, out, jobs=2, options=options, progress=False, regrade=True))
     assert summary.named["untrusted"] == ["ada", "ben"]
     after = {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
     for student in ("ada", "ben"):

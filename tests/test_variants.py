@@ -106,7 +106,7 @@ def test_each_student_gets_full_marks_on_their_numbers_and_a_borrowed_handout_is
     write(_filled(books[lender]), folder / f"{lender}.ipynb")
     borrower = next(s for s in STUDENTS if s not in ("1001", lender))
     write(_filled(books["1001"]), folder / f"{borrower}.ipynb")  # 1001's handout, handed in by another student
-    batch.run(folder, LESSON, tmp_path / "out", jobs=2, options=grading.Options(), progress=False, roster=course)
+    batch.run(batch.Request(folder, LESSON, tmp_path / "out", jobs=2, options=grading.Options(), progress=False, roster=course))
     results = {s: json.loads((tmp_path / "out" / "results" / f"{s}.json").read_text())
                for s in ("1001", lender, borrower)}
     for student, result in results.items():
@@ -198,7 +198,7 @@ def test_a_renamed_handout_is_graded_on_its_owners_numbers_and_the_reports_repla
     canvas = tmp_path / "canvas"
     canvas.mkdir()
     write(book, canvas / f"babbageben_{owner}_55502_lab.ipynb")
-    batch.run(canvas, LESSON, tmp_path / "out", jobs=1, options=grading.Options(), progress=False)
+    batch.run(batch.Request(canvas, LESSON, tmp_path / "out", jobs=1, options=grading.Options(), progress=False))
     graded = json.loads((tmp_path / "out" / "results" / f"{owner}.json").read_text())
     report = (tmp_path / "out" / "reports" / f"{owner}.html").read_text()
     replay = html.unescape(re.search(r"Replay this grade: <code>(.*?)</code>", report)[1])

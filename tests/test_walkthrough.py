@@ -263,12 +263,12 @@ def test_a_refused_batch_leaves_no_folder_behind(tmp_path, monkeypatch):
     with pytest.raises(GraderError, match="refusing to grade a class without isolation"):
         monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
         monkeypatch.setattr(sandbox, "_works", lambda *argv: False)  # nor as nobody
-        batch.run(folder, "inference-scaling", out, options=grading.Options(), progress=False)
+        batch.run(batch.Request(folder, "inference-scaling", out, options=grading.Options(), progress=False))
     assert not out.exists()
     out.mkdir()
     (out / "kept.txt").write_text("earlier work")
     with pytest.raises(GraderError):
-        batch.run(folder, "inference-scaling", out, options=grading.Options(), progress=False)
+        batch.run(batch.Request(folder, "inference-scaling", out, options=grading.Options(), progress=False))
     assert (out / "kept.txt").read_text() == "earlier work"
 
 

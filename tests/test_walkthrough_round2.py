@@ -266,15 +266,15 @@ def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the
     shutil.copy(HERE.parent / "samples" / "inference-scaling" / "ada.ipynb", folder / "ada.ipynb")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("GRADER_KEY", raising=False)
-    batch.run(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST), progress=False)
+    batch.run(batch.Request(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST), progress=False))
     assert CliRunner().invoke(cli.main, ["keys", "init"]).exit_code == 0
-    again = batch.run(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST),
-                      progress=False)
+    again = batch.run(batch.Request(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST),
+                      progress=False))
     assert again.skipped == 1
     assert "recorded unsigned, before the course key (sign them: rerun with --regrade): ada" in \
         render_text.report_line(again)
-    batch.run(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST),
-              progress=False, regrade=True)
+    batch.run(batch.Request(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST),
+              progress=False, regrade=True))
     checked = CliRunner().invoke(cli.main, ["verify", str(tmp_path / "out" / "results" / "ada.json")])  # no --key
     assert checked.exit_code == 0 and checked.output.startswith("ada.json: intact")
 

@@ -45,7 +45,7 @@ def canvas_batch(tmp_path_factory):
         roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n\"Lovelace, Ada\",1001,a1,ada,S1\n"
                           "\"Hopper, Ben\",1002,b1,ben,S1\n")
         out = root / "out"
-        batch.run(folder, LESSON, out, jobs=2, options=grading.Options(limits=FAST), progress=False, roster=roster)
+        batch.run(batch.Request(folder, LESSON, out, jobs=2, options=grading.Options(limits=FAST), progress=False, roster=roster))
         opened = review.Review(out, "ta")
         try:
             opened.decide("explanation", ["1002"], ["realized-size"], comment="the realised size, well argued")

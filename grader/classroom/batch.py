@@ -32,7 +32,8 @@ from grader import grading, validate
 from grader.base import files, host
 from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
-from grader.classroom import certs, recording, review_join, review_store, similarity
+from grader.classroom import certs, review_join, review_store, similarity
+from grader.classroom.batch_folder import BatchFolder, digest, entry_digest
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
 from grader.lesson import lessons
@@ -64,6 +65,30 @@ class Summary:
     """Files that are not submissions, and files that do not fit the layout (with why)."""
     names: dict[str, str] = field(default_factory=dict)
     """Each student's name where the roster or the layout gives one (shown beside the id)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a batch is asked to do, as the CLI (or a test, or the service) builds it."""
+
+    submissions: Path
+    """The class's files: a folder or a .zip, in any of layouts.LAYOUTS."""
+    lesson: str
+    out: Path
+    """The batch folder (batch_folder.BatchFolder); rerunning into it resumes."""
+    jobs: int | None = None
+    options: Options = Options()
+    scheduler: str | None = None
+    """A Dask cluster's `tls://` address, with the course's certificates in `tls` (certs.py)."""
+    tls: Path | None = None
+    roster: Path | None = None
+    regrade: bool = False
+    """Grade every submission again, each with its recorded seeds (regrade.py), and say what changed."""
+    force: bool = False
+    """Regrade even where validate.before_regrade objects."""
+    progress: bool = True
+    began: float | None = None
+    """When the command started (monotonic clock), so the summary's time counts its start-up too."""
 
 
 def _die_with_parent() -> None:
@@ -100,13 +125,12 @@ class _Plan:
     """The course's cluster certificates (a `--scheduler` batch)."""
 
 
-def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | None, options: Options,
+def _plan(folder: str | Path, lesson: lessons.Lesson, out: BatchFolder, jobs: int | None, options: Options,
           scheduler: str | None, regrade: bool, force: bool = False) -> _Plan:
-    found = layouts.read(folder, out / "unpacked")
-    files.make_dirs(out / "results")
-    files.make_dirs(out / "reports")
+    found = layouts.read(folder, out.unpacked)
+    out.make()
     signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
-    book = gradebook.Gradebook(out / "gradebook.sqlite")
+    book = out.open_gradebook()
     if regrade and not force:
         with _closed_if_refused(book):
             validate.before_regrade(lesson, book.recorded(lesson.id))
@@ -133,37 +157,31 @@ def _plan(folder: str | Path, lesson: lessons.Lesson, out: Path, jobs: int | Non
                  [e.student for e in todo if e.student in untrusted])
 
 
-def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = None,
-        options: Options = Options(), scheduler: str | None = None,
-        progress: bool = True, roster: str | Path | None = None, began: float | None = None,
-        regrade: bool = False, tls: str | Path | None = None, force: bool = False) -> Summary:
-    """Grade every submission in `folder` (a folder or a .zip, in any of layouts.LAYOUTS) into `out`; resumable.
-
-    `regrade`: grade every submission again, each with its recorded seeds (regrade.py), and say what changed.
-    `began`: when the command started (monotonic clock), so the summary's time counts its start-up too.
-    `scheduler`: a Dask cluster's `tls://` address, with the course's certificates in `tls` (certs.py)."""
-    began = began if began is not None else time.monotonic()
+def run(request: Request) -> Summary:
+    """Grade every submission the request names into its batch folder; resumable (see Request)."""
+    began = request.began if request.began is not None else time.monotonic()
+    scheduler, roster = request.scheduler, request.roster
     if scheduler:
-        certs.check_address(scheduler, Path(tls) if tls else None)
-    out = Path(out)
-    lesson = lessons.get(lesson_id)
+        certs.check_address(scheduler, request.tls)
+    out = BatchFolder(Path(request.out))
+    lesson = lessons.get(request.lesson)
     members = class_list.read(roster) if roster else None
-    with _removed_if_refused(out):
-        recording.claim(out)  # one course per batch folder
-        plan = replace(_plan(folder, lesson, out, jobs, options, scheduler, regrade, force),
-                       tls=Path(tls) if tls else None)
+    with _removed_if_refused(out.root):
+        out.claim()  # one course per batch folder
+        plan = replace(_plan(request.submissions, lesson, out, request.jobs, request.options, scheduler,
+                             request.regrade, request.force), tls=request.tls)
         if roster:  # kept beside the gradebook: an export finds it without --roster again
-            files.write_bytes(out / class_list.ROSTER_COPY, files.read_regular(roster, class_list.MAX_BYTES))
+            files.write_bytes(out.roster, files.read_regular(roster, class_list.MAX_BYTES))
     counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
     named: dict[str, list[str]] = {"errors": [], "timeouts": [], "rejected": [], "failures": [],
                                    "untrusted": plan.untrusted}
-    bar = render_text.Progress(len(plan.todo) + len(plan.clashes)) if progress else None
+    bar = render_text.Progress(len(plan.todo) + len(plan.clashes)) if request.progress else None
     profile: list[dict[str, Any]] = []
     cpu_before, submitted = host.cpu_times(), time.monotonic()
     complete = False
-    store = review_store.Store(out) if review_store.exists(out) else None  # decisions a rerun keeps
+    store = review_store.Store(out.review_store) if out.review_store.is_file() else None  # decisions a rerun keeps
     try:
-        for entry, graded in itertools.chain(recording.clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
+        for entry, graded in itertools.chain(_clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
             graded = _arrived(graded, plan, entry, lesson, members, store)
             worker, storing = graded.worker, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
@@ -183,7 +201,7 @@ def run(folder: str | Path, lesson_id: str, out: str | Path, jobs: int | None = 
         review_store.close(store)
         absent = _class_files(out, plan, lesson, members, named, complete)
         if profile:
-            files.write_text(out / "profile.json", json.dumps(
+            files.write_text(out.profile, json.dumps(
                 {"jobs": plan.jobs, "seconds": round(time.monotonic() - submitted, 3),
                  "cpu": host.cpu_use(cpu_before, host.cpu_times()), "submissions": profile}, indent=1))
     return _summary(plan, members, absent, counts, named, began)
@@ -210,7 +228,7 @@ def _sorted(found: tuple[layouts.Entry, ...], book: gradebook.Gradebook, lesson_
     regrade, graded by this regrade already)."""
     todo, clashes, skipped = [], [], []
     for entry in found:
-        if book.has(lesson_id, entry.student, recording.entry_digest(entry), regrading):
+        if book.has(lesson_id, entry.student, entry_digest(entry), regrading):
             skipped.append(entry.student)
         elif len(entry.paths) == 1 and not entry.refused:
             todo.append(entry)
@@ -231,7 +249,7 @@ def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, da
         named.setdefault("foreign", []).append(f"{student} handed in {data['handout_of']}'s handout")
 
 
-def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_list.Roster | None,
+def _class_files(out: BatchFolder, plan: _Plan, lesson: lessons.Lesson, members: class_list.Roster | None,
                  named: dict[str, list[str]], complete: bool) -> list[dict[str, Any]]:
     """grades.csv, a regrade's changes.csv and the dashboard from the gradebook's latest rows; returns the roster's
     absent students. A regrade that graded everything (no grader failure left to retry) is finished."""
@@ -244,12 +262,12 @@ def _class_files(out: Path, plan: _Plan, lesson: lessons.Lesson, members: class_
         moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
         names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
         if moved is not None:
-            regrades.write_csv(moved, out / "changes.csv", names)
+            regrades.write_csv(moved, out.changes_csv, names)
             named["changed"] = [change.line() for change in moved]
             if complete and not named["failures"]:
                 book.finish_regrade(lesson.id)
         similar = similarity.of_batch(out, lesson)
-        files.write_text(out / "similarity.html", render_similarity.similarity_html(similar, lesson, names))
+        files.write_text(out.similarity, render_similarity.similarity_html(similar, lesson, names))
         review_join.class_files(out, lesson, book, members, moved, similar)
     finally:
         book.close()
@@ -306,20 +324,31 @@ def _refuse_without_isolation(options: Options) -> None:
                                  "pass --no-sandbox to grade anyway, and student code will be able to read your files")
 
 
-def _store_safely(out: Path, plan: _Plan, entry: layouts.Entry, graded: finish.Graded,
+def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tuple[layouts.Entry, finish.Graded]]:
+    """A student with more than one file is rejected without guessing which one counts; one whose files could not
+    be read safely (a link, a device, a refused zip entry) is rejected with why."""
+    for entry in clashes:
+        names = ", ".join(layouts.printable(p.name) for p in entry.paths)
+        reason = entry.refused or (f"{len(entry.paths)} files for student {entry.student!r} ({names}): keep one "
+                                   "and rerun the batch")
+        result = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student)
+        yield entry, finish.Graded(replace(result, submission=names, digest=entry_digest(entry)))
+
+
+def _store_safely(out: BatchFolder, plan: _Plan, entry: layouts.Entry, graded: finish.Graded,
                   key: Any) -> dict[str, Any]:
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
     book = plan.book
     try:
-        return recording.store(out, book, entry.student, entry.paths[0], graded, key, plan.regrading)
+        return out.store(book, entry.student, entry.paths[0], graded, key, plan.regrading)
     except (OSError, ValueError, TypeError, sqlite3.Error) as err:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise  # the grader's disk, not the student: stop with the reason
         student = entry.student.encode("utf-8", "backslashreplace").decode("utf-8")
         reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
         safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
-                       digest=graded.result.digest or recording.digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
-        return recording.store(out, book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
+                       digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
+        return out.store(book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
 
 
 def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:

@@ -55,6 +55,9 @@ chown -R root:root /autograder/source/course/solutions /autograder/source/course
 chmod -R go-rwx /autograder/source/course/solutions /autograder/source/course/private
 """
 
+RESULTS = "results"
+"""Gradescope's folder for the autograder's results.json (its layout, not a batch folder's)."""
+
 
 def bundle(lesson_id: str, target: Path) -> Path:
     """`autograder.zip`: setup.sh, run_autograder, the grader's source, the lesson, its templates and solutions."""
@@ -159,7 +162,7 @@ def run(root: Path, lesson_id: str, options: Any) -> tuple[dict[str, Any], dict[
     from grader.kernel.isolation import NOBODY
 
     began = time.monotonic()
-    results = files.make_dirs(root / "results")
+    results = files.make_dirs(root / RESULTS)
     if os.geteuid() == 0:
         os.chown(results, 0, 0)
     results.chmod(0o755)  # the kernel's user (nobody) may read the results folder, never write in it

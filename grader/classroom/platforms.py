@@ -31,10 +31,10 @@ from typing import Any
 from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
+from grader.classroom.batch_folder import BatchFolder
 from grader.intake import layouts, roster as class_list
 from grader.lesson import lessons
 from grader.report import render_text
-from grader.result import gradebook
 
 FORMATS = layouts.EXPORTS
 
@@ -172,14 +172,14 @@ def _instructors_tests(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def batch_lesson(batch_dir: Path) -> str:
     """The one lesson a batch's gradebook holds results of (else one line saying to pass --lesson)."""
-    return _latest(Path(batch_dir), None)[1]
+    return _latest(BatchFolder(Path(batch_dir)), None)[1]
 
 
-def _latest(batch_dir: Path, lesson_id: str | None) -> tuple[list[dict[str, Any]], str]:
-    path = batch_dir / "gradebook.sqlite"
-    if not path.is_file():
-        raise GraderError(f"{batch_dir} holds no gradebook.sqlite: run `grader batch ... --out {batch_dir}` first")
-    book = gradebook.Gradebook(path)
+def _latest(folder: BatchFolder, lesson_id: str | None) -> tuple[list[dict[str, Any]], str]:
+    path = folder.gradebook
+    if not folder.is_batch():
+        raise GraderError(f"{folder.root} holds no {path.name}: run `grader batch ... --out {folder.root}` first")
+    book = folder.open_gradebook()
     try:
         rows = list(book.rows(lesson_id))
     finally:
@@ -197,9 +197,9 @@ def export(fmt: str, batch_dir: str | Path, out: str | Path | None = None, lesso
            roster: str | Path | None = None, assignment: str = "", assignment_id: str = "") -> Path:
     """Write `fmt`'s files (canvas, prairielearn) for the batch in `batch_dir`; returns the folder written.
     Gradescope's is the autograder bundle (`gradescope.bundle`), not a batch's grades."""
-    batch_dir = Path(batch_dir)
-    target = Path(out) if out else batch_dir / "export" / fmt
-    results, lesson_id = _latest(batch_dir, lesson_id)
+    folder = BatchFolder(Path(batch_dir))
+    target = Path(out) if out else folder.export(fmt)
+    results, lesson_id = _latest(folder, lesson_id)
     if fmt == "prairielearn":
         for data in results:
             if mapping(data, "submitted_as").get("on_roster") is False:
@@ -207,7 +207,7 @@ def export(fmt: str, batch_dir: str | Path, out: str | Path | None = None, lesso
             files.write_text(target / data["student"] / "results.json", json.dumps(prairielearn_results(data), indent=2))
         return target
     if fmt == "canvas":
-        kept = batch_dir / class_list.ROSTER_COPY
+        kept = folder.roster
         return _canvas(results, lesson_id, target, roster if roster is not None or not kept.is_file() else kept,
                        assignment, assignment_id)
     raise GraderError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")

@@ -14,15 +14,16 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from grader.base import escape, files, spelling
+from grader.base import escape, spelling
 from grader.base.errors import GraderError
 from grader.classroom import review_join, review_store
+from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import lessons
 from grader.lesson.written import Question
-from grader.result import gradebook, joining, sign
+from grader.result import gradebook, joining
 from grader.result.manual import Override, WrittenGrade
+from grader.result.parts import Explanation
 
 
 @dataclass
@@ -56,10 +57,11 @@ class Review:
     """One batch folder under review: its lesson, its students' written answers and the decisions so far."""
 
     def __init__(self, out: Path, grader: str = "") -> None:
-        self.out = Path(out)
-        if not (self.out / "gradebook.sqlite").is_file():
+        self.folder = BatchFolder(Path(out))
+        self.out = self.folder.root
+        if not self.folder.is_batch():
             raise GraderError(f"{self.out} holds no gradebook: run `grader batch ... --out {self.out}` first")
-        self.book = gradebook.Gradebook(self.out / "gradebook.sqlite")
+        self.book = self.folder.open_gradebook()
         rows = self.book.latest()
         ids = sorted({row.get("lesson") or "" for row in rows} - {""})
         if len(ids) != 1:
@@ -68,11 +70,11 @@ class Review:
         self.lesson = lessons.get(ids[0])
         self.grader = grader
         try:
-            self.store = review_store.Store(self.out)
+            self.store = review_store.Store(self.folder.review_store)
         except GraderError:
             self.book.close()
             raise
-        self.members = review_join.members_of(self.out)
+        self.members = review_join.members_of(self.folder)
         self.graded = {row["student"]: row for row in rows if row.get("status") == "graded"}
         self.answers = self._read_answers()
 
@@ -92,21 +94,19 @@ class Review:
         decided = self.store.written(self.lesson.id)
         found: dict[str, dict[str, Answer]] = {q.cell: {} for q in self.lesson.written}
         for student, row in self.graded.items():
-            data = self._result(student)
-            said = {str(e.get("cell_id")): e for e in data.get("explanations") or [] if isinstance(e, dict)}
+            said = {e.cell_id: e for e in self._explanations(student)}
             for cell in found:
-                entry = said.get(cell, {})
-                found[cell][student] = Answer(student, str(row.get("name") or ""), str(entry.get("text", "")),
-                                              bool(entry.get("untouched", not entry)), decided.get((student, cell)))
+                entry = said.get(cell)
+                found[cell][student] = Answer(student, str(row.get("name") or ""), entry.text if entry else "",
+                                              entry.untouched if entry else True, decided.get((student, cell)))
         return found
 
-    def _result(self, student: str) -> dict[str, Any]:
-        path = self.out / review_join.RESULTS / f"{student}.json"
+    def _explanations(self, student: str) -> tuple[Explanation, ...]:
+        """What a student wrote, from their recorded result (nothing when it cannot be read back)."""
         try:
-            data = sign.strict_loads(files.read_regular(path, 64 * 1024**2).decode("utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+            return self.folder.recorded(student, self.lesson.id)[0].explanations
+        except GraderError:
+            return ()
 
     def groups(self, cell: str) -> list[Group]:
         """The answers to one question in groups: blank or untouched first, then identical ones, then the rest."""
@@ -208,12 +208,12 @@ class Review:
                           "names its student too)")
 
     def _join(self, student: str) -> None:
-        sealed = review_join.student(self.out, self.lesson, student, self.store, self.members, self.book)
+        sealed = review_join.student(self.folder, self.lesson, student, self.store, self.members, self.book)
         self.graded[student] = gradebook.summary(sealed)
 
     def refresh(self) -> None:
         """grades.csv and the dashboard, as the decisions now stand."""
-        review_join.class_files(self.out, self.lesson, self.book, self.members)
+        review_join.class_files(self.folder, self.lesson, self.book, self.members)
 
 def _plain(text: str, limit: int) -> str:
     """A grader's words as they will be shown everywhere (reports, CSV, a platform's comments, a terminal): control

@@ -85,7 +85,7 @@ class _Served:
         student = request.path_params["student"]
         if not self.allowed(request) or student not in self.review.graded:
             return PlainTextResponse("no such report", 404)
-        html = files.read_regular(self.review.out / "reports" / f"{student}.html").decode("utf-8")
+        html = files.read_regular(self.review.folder.report(student, "html")).decode("utf-8")
         return HTMLResponse(html, headers=HEADERS)
 
     async def change(self, request: Any) -> Any:

@@ -9,25 +9,23 @@ moment a decision is saved.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 from grader.base import files, spelling
 from grader.base.errors import GraderError
+from grader.classroom.batch_folder import BatchFolder
 from grader.intake import roster as class_list
 from grader.lesson import course
 from grader.lesson.lessons import Lesson
 from grader.report import finish, render
-from grader.result import gradebook, joining, record, sign
+from grader.result import gradebook, joining, sign
 from grader.result.manual import Decisions
+from grader.result.record import GradeResult
 
-RESULTS = "results"
 
-
-def members_of(out: Path) -> class_list.Roster | None:
+def members_of(out: BatchFolder) -> class_list.Roster | None:
     """The roster the batch kept beside its gradebook (extensions are read from it), if it was given one."""
-    kept = Path(out) / class_list.ROSTER_COPY
-    return class_list.read(kept) if kept.is_file() else None
+    return class_list.read(out.roster) if out.roster.is_file() else None
 
 
 def decisions(store: Any, lesson: Lesson, student: str, members: class_list.Roster | None) -> Decisions:
@@ -49,44 +47,28 @@ def graded(done: finish.Graded, lesson: Lesson, decided: Decisions) -> finish.Gr
     return dataclasses.replace(done, result=drawn.result, report_html=drawn.report_html, report_md=drawn.report_md)
 
 
-def student(out: Path, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
+def student(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
             book: gradebook.Gradebook) -> dict[str, Any]:
     """Join one student's recorded grade with the decisions now in `store` and the course's policy now: report,
     result and gradebook row."""
     return _rejoined(out, lesson, who, store, members, book)[1] or {}
 
 
-def _rejoined(out: Path, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
-              book: gradebook.Gradebook, only_if_moved: bool = False) -> tuple[Any, dict[str, Any] | None]:
+def _rejoined(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
+              book: gradebook.Gradebook, only_if_moved: bool = False) -> tuple[GradeResult, dict[str, Any] | None]:
     """(the recorded result, what was recorded now: None when `only_if_moved` and the join moves nothing)."""
-    out = Path(out)
-    path = out / RESULTS / f"{who}.json"
-    try:
-        data = sign.strict_loads(files.read_regular(path, 64 * 1024**2).decode("utf-8"))
-    except (OSError, ValueError) as err:
-        raise GraderError(f"{path}: cannot be read back ({type(err).__name__}); rerun the batch") from None
-    if not isinstance(data, dict) or data.get("lesson") != lesson.id or data.get("student") != who:
-        raise GraderError(f"{path} is not {who}'s result of lesson {lesson.id}")
-    result = record.read_result(data)
-    notebook_path = out / "notebooks" / f"{who}.ipynb"
+    result, data = out.recorded(who, lesson.id)
     joined = graded(finish.Graded(result, notebook=None), lesson, decisions(store, lesson, who, members))
     if only_if_moved and joined.result == result:
         return result, None
-    notebook = files.read_regular(notebook_path).decode("utf-8") if notebook_path.is_file() else None
-    joined = dataclasses.replace(joined, notebook=notebook)
-    if joined.report_html:
-        files.write_text(out / "reports" / f"{who}.html", joined.report_html)
-        files.write_text(out / "reports" / f"{who}.md", joined.report_md)
-    else:  # the grade did not change: the reports on disk still say it
-        joined = dataclasses.replace(joined, report_html=_text(out / "reports" / f"{who}.html"),
-                                     report_md=_text(out / "reports" / f"{who}.md"))
-    sealed = joined.sealed(sign.signing_key())
-    record.write_json(sealed, path)
-    book.update(sealed, str(data.get("digest") or ""))
-    return result, sealed
+    if not joined.report_html:  # the grade did not change: the reports on disk still say it, and are signed over
+        joined = dataclasses.replace(joined, report_html=out.read_text(out.report(who, "html")),
+                                     report_md=out.read_text(out.report(who, "md")))
+    joined = dataclasses.replace(joined, notebook=out.read_text(out.notebook(who)) or None)  # signed over too
+    return result, out.record(book, who, joined, sign.signing_key(), replacing=str(data.get("digest") or ""))
 
 
-def moved(out: Path, lesson: Lesson, students: list[str], store: Any, members: class_list.Roster | None,
+def moved(out: BatchFolder, lesson: Lesson, students: list[str], store: Any, members: class_list.Roster | None,
           book: gradebook.Gradebook) -> list[str]:
     """Recorded grades that a changed late policy, due date, roster extension or decision now moves, joined again
     without running anything (the autograded part stands) and rewritten, re-signed; one line for each that moved
@@ -103,10 +85,6 @@ def moved(out: Path, lesson: Lesson, students: list[str], store: Any, members: c
     return lines
 
 
-def _text(path: Path) -> str:
-    return files.read_regular(path).decode("utf-8") if path.is_file() else ""
-
-
 def absent(members: class_list.Roster | None, latest: list[dict[str, Any]], lesson_id: str) -> list[dict[str, Any]]:
     """Rows for the roster's students with no submission at all."""
     present = {row["student"] for row in latest}
@@ -114,7 +92,7 @@ def absent(members: class_list.Roster | None, latest: list[dict[str, Any]], less
             for m in (members.members if members else ()) if not (m.ids() & present)]
 
 
-def class_files(out: Path, lesson: Lesson, book: gradebook.Gradebook, members: class_list.Roster | None,
+def class_files(out: BatchFolder, lesson: Lesson, book: gradebook.Gradebook, members: class_list.Roster | None,
                 moved: Any = None, similar: Any = None) -> list[dict[str, Any]]:
     """grades.csv and the dashboard from the gradebook's rows as they are now; returns the roster's absent
     students. `similar`: the batch's similarity report (computed here when not given)."""
@@ -122,8 +100,8 @@ def class_files(out: Path, lesson: Lesson, book: gradebook.Gradebook, members: c
 
     latest = book.latest(lesson.id)
     missing = absent(members, latest, lesson.id)
-    gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], Path(out) / "grades.csv", missing,
+    gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], out.grades_csv, missing,
                         tuple(q.cell for q in lesson.written))
-    similar = similar if similar is not None else similarity.of_batch(Path(out), lesson)
-    files.write_text(Path(out) / "index.html", render.dashboard_html(latest, lesson, missing, moved, similar))
+    similar = similar if similar is not None else similarity.of_batch(out, lesson)
+    files.write_text(out.dashboard, render.dashboard_html(latest, lesson, missing, moved, similar))
     return missing

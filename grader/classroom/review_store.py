@@ -22,8 +22,6 @@ from grader.base.errors import GraderError
 from grader.lesson.lessons import Lesson
 from grader.result.manual import Decisions, Override, WrittenGrade
 
-NAME = "review.sqlite"
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS written (lesson TEXT, student TEXT, question TEXT, items TEXT, points REAL, comment TEXT,
                                     grader TEXT, at TEXT, PRIMARY KEY (lesson, student, question));
@@ -40,10 +38,10 @@ def now() -> str:
 
 
 class Store:
-    """One batch's decisions; open with `Store(out)`, close with `close()` (or use it in a `with`)."""
+    """One batch's decisions; open with `Store(folder.review_store)`, close with `close()` (or use it in a `with`)."""
 
-    def __init__(self, out: Path) -> None:
-        path = Path(out) / NAME
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise GraderError(f"{path} is not a plain file; the review's decisions are kept nowhere else")
         try:
@@ -142,10 +140,6 @@ class Store:
     def _log(self, grader: str, at: str, lesson: str, student: str, what: str, detail: dict[str, object]) -> None:
         self.db.execute("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
                         (at, grader, lesson, student, what, json.dumps(detail)))
-
-
-def exists(out: Path) -> bool:
-    return (Path(out) / NAME).is_file()
 
 
 def close(store: Store | None) -> None:

@@ -33,8 +33,10 @@ import tokenize
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grader.classroom.batch_folder import BatchFolder
 
 THRESHOLD = 0.6
 """Default flagging score. On the test class (tests/test_similarity.py) every disguised copy scored 1.0 and
@@ -295,20 +297,14 @@ class Report:
                 + (f"; another student's handout: {foreign}" if foreign else ""))
 
 
-def batch_lesson(out: Path) -> str:
+def batch_lesson(out: BatchFolder) -> str:
     """The lesson of a batch's results (the first result that names one)."""
-    import json
-
     from grader.base.errors import GraderError
 
-    for path in sorted((out / "results").glob("*.json")):
-        try:
-            lesson = json.loads(path.read_text(encoding="utf-8")).get("lesson")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if lesson:
-            return str(lesson)
-    raise GraderError(f"{out}: no batch results name a lesson; pass --lesson")
+    for _, result in out.read_all():
+        if result.lesson:
+            return result.lesson
+    raise GraderError(f"{out.root}: no batch results name a lesson; pass --lesson")
 
 
 def analyse(notebooks: dict[str, Any], handout: Any, threshold: float = THRESHOLD) -> Report:
@@ -326,7 +322,7 @@ def analyse(notebooks: dict[str, Any], handout: Any, threshold: float = THRESHOL
                   students)
 
 
-def of_batch(out: Path, lesson: Any, threshold: float = THRESHOLD) -> Report:
+def of_batch(out: BatchFolder, lesson: Any, threshold: float = THRESHOLD) -> Report:
     """The similarity of a batch's executed notebooks (`OUTDIR/notebooks/`), against its lesson's handout."""
     import nbformat
 
@@ -334,7 +330,7 @@ def of_batch(out: Path, lesson: Any, threshold: float = THRESHOLD) -> Report:
     from grader.lesson import handout
 
     notebooks = {}
-    for path in sorted((out / "notebooks").glob("*.ipynb")):
+    for path in out.notebook_files():
         try:
             notebooks[path.stem] = nbformat.reads(files.read_regular(path, 64 * 2**20).decode("utf-8"), as_version=4)
         except (OSError, ValueError, UnicodeDecodeError):
@@ -342,18 +338,6 @@ def of_batch(out: Path, lesson: Any, threshold: float = THRESHOLD) -> Report:
     return dataclasses.replace(analyse(notebooks, handout.scaffold(lesson), threshold), foreign=sorted(_foreign(out)))
 
 
-def _foreign(out: Path) -> list[tuple[str, str]]:
+def _foreign(out: BatchFolder) -> list[tuple[str, str]]:
     """(student, owner) for each result that records another student's handout (GradeResult.handout_of)."""
-    import json
-
-    from grader.base import files
-
-    found = []
-    for path in sorted((out / "results").glob("*.json")):
-        try:
-            data = json.loads(files.read_regular(path, 64 * 2**20))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and isinstance(data.get("handout_of"), str):
-            found.append((path.stem, data["handout_of"]))
-    return found
+    return [(student, result.handout_of) for student, result in out.read_all() if isinstance(result.handout_of, str)]

@@ -26,7 +26,6 @@ MAX_FIELD = 1024
 """A name, an id or a section is short; a longer field means the file is not a class list."""
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-ROSTER_COPY = "roster.csv"
 """A batch given --roster keeps a copy in its OUTDIR, so exports need not be told again."""
 PLAIN_HEADERS = ("student", "student_id", "id", "login", "username")
 ASSIGNMENT = re.compile(r".+ \((\d+)\)")
