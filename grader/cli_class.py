@@ -15,7 +15,6 @@ import click
 from grader.base import spelling
 from grader.base.errors import GraderError
 from grader.cli_flags import EXIT_OK, EXIT_UNSOUND, FILE, Interrupted, echo, options_from, sandbox_options
-from grader.intake import layouts
 
 
 @click.command("batch")
@@ -139,7 +138,7 @@ def verify_cmd(target: Path, key_path: Path | None) -> None:
 
 
 @click.command("export")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(layouts.EXPORTS))
+@click.argument("fmt", metavar="FORMAT")
 @click.argument("batch_dir", metavar="OUTDIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--to", "target", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write (default: OUTDIR/export/FORMAT).")
@@ -151,14 +150,11 @@ def verify_cmd(target: Path, key_path: Path | None) -> None:
 @click.option("--assignment", default="", help="canvas: the assignment's name, as the roster's column names it.")
 def export_cmd(fmt: str, batch_dir: Path, target: Path | None, lesson_id: str | None, roster: Path | None,
                assignment_id: str, assignment: str) -> None:
-    """Hand a batch's grades and feedback to Canvas, PrairieLearn or Gradescope (OUTDIR: the batch's --out)."""
-    from grader.classroom import gradescope, platforms
-    from grader.classroom.batch_folder import BatchFolder
+    """Hand a batch's grades and feedback back to a platform: FORMAT is canvas, prairielearn (a batch's grades) or
+    gradescope (the autograder bundle); OUTDIR: the batch's --out."""
+    from grader.classroom import platforms
 
-    written = (gradescope.bundle(lesson_id or platforms.batch_lesson(batch_dir), target or BatchFolder(batch_dir).export(fmt))
-               if fmt == "gradescope" else platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment,
-                                                            assignment_id))
-    echo(platforms.describe(fmt, written))
+    echo(platforms.describe(fmt, platforms.export(fmt, batch_dir, target, lesson_id, roster, assignment, assignment_id)))
 
 
 @click.command("gradescope-run", hidden=True)

@@ -23,6 +23,7 @@ from grader import grading
 from grader.base.errors import GraderError
 from grader.classroom import batch, gradescope, platforms
 from grader.intake import layouts
+from grader.report import platform_results
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"
@@ -217,12 +218,28 @@ def test_prairielearn_export_follows_its_schema(batches, tmp_path):
         assert data["score"] == pytest.approx(flat[student][1] / 6)  # of 3 exercise and 3 written points
 
 
+def test_an_export_is_one_entry_and_refuses_what_it_does_not_read(tmp_path):
+    """Each platform is one Export (name, options, write, describe); a format or an option it does not know is
+    one line, before anything is written."""
+    from click.testing import CliRunner
+
+    from grader import cli
+    from grader.base.errors import GraderError
+
+    assert sorted(platforms.EXPORTS) == ["canvas", "gradescope", "prairielearn"]
+    with pytest.raises(GraderError, match=r"the prairielearn export reads no --assignment-id \(it reads: only --to"):
+        platforms.export("prairielearn", tmp_path, tmp_path / "pl", assignment_id="77")
+    done = CliRunner().invoke(cli.main, ["export", "moodle", str(tmp_path)])
+    assert done.exit_code == 2 and "unknown export format 'moodle' (known: canvas, prairielearn, gradescope)" in done.output
+    assert not (tmp_path / "pl").exists() and not (tmp_path / "export").exists()
+
+
 def test_a_rejected_result_is_not_gradable_on_prairielearn_and_scores_zero_on_gradescope():
     data = grading.rejected(Path("x.pdf"), "not a notebook", LESSON, "x").to_dict()
-    pl = platforms.prairielearn_results(data)
+    pl = platform_results.prairielearn_results(data)
     jsonschema.validate(pl, json.loads((SCHEMAS / "prairielearn-results.json").read_text()))
     assert pl["gradable"] is False
-    gs = platforms.gradescope_results(data)
+    gs = platform_results.gradescope_results(data)
     jsonschema.validate(gs, json.loads((SCHEMAS / "gradescope-results.json").read_text()))
     assert gs["score"] == 0 and "not a notebook" in gs["output"]
 

@@ -24,7 +24,7 @@ from grader.judge import judge
 from grader.judge.judge import CaseVerdict
 from grader.kernel import sandbox
 from grader.lesson import handout, lessons, staff_code
-from grader.report import absent, figure, render
+from grader.report import absent, figure, platform_results, render
 from grader.result import gradebook
 from grader.result.evidence import Evidence
 
@@ -118,17 +118,17 @@ def test_platform_tests_split_a_score_by_cases_over_public_and_hidden():
     # public test 2 * 1/4 of max 2 * 2/4, hidden test 2 * 1/4 of max 2 * 2/4
     exercise = _exercise([(False, "passed"), (False, "failed"), (True, "passed"), (True, "excused"),
                           (True, "failed")], points=2.0)
-    public, hidden = platforms._platform_tests(exercise)
+    public, hidden = platform_results._platform_tests(exercise)
     assert (public.score, public.max_score, hidden.score, hidden.max_score) == (0.5, 1.0, 0.5, 1.0)
     assert not public.passed and not hidden.passed and "c1: failed" in public.output
 
 
 def test_platform_tests_all_or_nothing_put_the_points_on_the_hidden_test_or_the_only_one():
-    both = platforms._platform_tests(_exercise([(False, "passed"), (True, "passed")], scoring="all"))
+    both = platform_results._platform_tests(_exercise([(False, "passed"), (True, "passed")], scoring="all"))
     assert [(t.score, t.max_score, t.hidden) for t in both] == [(0.0, 0.0, False), (1.0, 1.0, True)]
-    public_failed = platforms._platform_tests(_exercise([(False, "failed"), (True, "passed")], scoring="all"))
+    public_failed = platform_results._platform_tests(_exercise([(False, "failed"), (True, "passed")], scoring="all"))
     assert public_failed[1].score == 0.0 and "public checks must pass first" in public_failed[1].output
-    only_public = platforms._platform_tests(_exercise([(False, "passed"), (False, "passed")], scoring="all"))
+    only_public = platform_results._platform_tests(_exercise([(False, "passed"), (False, "passed")], scoring="all"))
     assert [(t.score, t.max_score, t.hidden) for t in only_public] == [(1.0, 1.0, False)]  # no empty hidden test
 
 
@@ -136,9 +136,9 @@ def test_gradescope_total_equals_the_result_and_prairielearn_has_the_same_points
     exercises = [_exercise([(False, "passed"), (True, "failed"), (True, "passed")]),
                  _exercise([(False, "passed"), (True, "passed")], scoring="all")]
     data = {"status": "graded", "score": 2 / 3 + 1.0, "max_score": 2.0, "exercises": exercises}
-    gradescope = platforms.gradescope_results(data)
+    gradescope = platform_results.gradescope_results(data)
     assert sum(t["score"] for t in gradescope["tests"]) == pytest.approx(gradescope["score"]) == pytest.approx(5 / 3)
-    prairielearn = platforms.prairielearn_results(data)
+    prairielearn = platform_results.prairielearn_results(data)
     assert [t["points"] for t in prairielearn["tests"]] == [t["score"] for t in gradescope["tests"]]
     assert prairielearn["score"] == pytest.approx(5 / 6) and prairielearn["message"] == "1.67 / 2"
 

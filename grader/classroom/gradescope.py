@@ -16,9 +16,9 @@ from typing import Any
 
 from grader.base import files
 from grader.base.errors import GraderError
-from grader.classroom import platforms
 from grader.intake import layouts
 from grader.lesson import course, folders, lessons
+from grader.report.platform_results import gradescope_results
 from grader.result import record, seeds, variants
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -183,6 +183,6 @@ def run(root: Path, lesson_id: str, options: Any) -> tuple[dict[str, Any], dict[
                                 student).to_dict()
     finally:
         leftovers.end_user(NOBODY)  # one grade per container: whatever nobody still runs is the student's
-    graded = platforms.gradescope_results(data, time.monotonic() - began)
+    graded = gradescope_results(data, time.monotonic() - began)
     files.write_text(results / "results.json", json.dumps(graded, indent=2))
     return graded, data, results

@@ -24,6 +24,7 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,142 +32,12 @@ from typing import Any
 from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
+from grader.classroom import gradescope
 from grader.classroom.batch_folder import BatchFolder
 from grader.intake import layouts, roster as class_list
 from grader.lesson import lessons
 from grader.report import render_text
-
-FORMATS = layouts.EXPORTS
-
-
-# ---- per-result conversions (plain data in, plain data out) ----
-
-@dataclass(frozen=True)
-class PlatformTest:
-    """One test a grading platform shows: an exercise's public checks, or its hidden cases."""
-
-    name: str
-    score: float
-    max_score: float
-    passed: bool
-    hidden: bool
-    output: str
-
-
-def _platform_tests(exercise: dict[str, Any]) -> list[PlatformTest]:
-    """An exercise as a platform's tests: its public checks (visible at once) and, where it has any, its hidden
-    cases (after the due date), their scores summing to the exercise's.
-
-    All or nothing: the points sit on the hidden test (on the public one where there are no hidden cases) and are
-    earned only when every case passes. Scored by cases: each test carries the points times its share of the
-    counted cases, and earns the points times its passed cases over all counted cases; excused cases count in
-    neither.
-    """
-    cases = exercise.get("cases") or []
-    public = [c for c in cases if not c.get("hidden")]
-    hidden = [c for c in cases if c.get("hidden")]
-    blocked = not cases and exercise.get("status") != "passed"
-    shared = list(exercise.get("messages") or []) if blocked else []
-    public_bad = shared or [c["message"] for c in public if c.get("outcome") not in ("passed", "excused")]
-    hidden_bad = shared or [c["message"] for c in hidden if c.get("outcome") not in ("passed", "excused")]
-    has_hidden = bool(hidden) or int(exercise.get("hidden_cases") or 0) > 0
-    kind, points, score = exercise.get("kind", "simulated"), float(exercise["max_score"]), float(exercise["score"])
-    if exercise.get("scoring") == "cases" and not blocked:
-        counted = [c for c in cases if c.get("outcome") != "excused"]
-        public_counted = [c for c in public if c.get("outcome") != "excused"]
-        public_max = points * len(public_counted) / len(counted) if counted and has_hidden else points
-        public_score = (points * sum(c.get("outcome") == "passed" for c in public_counted) / len(counted)
-                        if counted and has_hidden else score)
-        shares = ((public_score, public_max), (score - public_score, points - public_max))
-    elif has_hidden:
-        shares = ((0.0, 0.0), (score, points))
-    else:
-        shares = ((score, points), (0.0, 0.0))
-    tests = [PlatformTest(f"{exercise['id']}: public checks ({kind})", shares[0][0], shares[0][1], not public_bad,
-                          False, "\n".join(public_bad) or "every public case passed")]
-    if has_hidden:
-        hidden_ok = not hidden_bad and exercise.get("status") == "passed"
-        if exercise.get("scoring") != "cases" and not hidden_bad and not hidden_ok:
-            hidden_bad = ["the public checks must pass first"]
-        tests.append(PlatformTest(f"{exercise['id']}: hidden cases ({kind})", shares[1][0], shares[1][1],
-                                  not hidden_bad, True, "\n".join(hidden_bad) or "every hidden case passed"))
-    return tests
-
-
-def gradescope_results(data: dict[str, Any], seconds: float = 0.0) -> dict[str, Any]:
-    """A result in Gradescope's autograder results format."""
-    if data.get("status") != "graded":
-        why = layouts.printable(str(data.get("error")))  # one line: a name cannot forge PASS lines or markup
-        return {"score": 0.0, "execution_time": round(seconds), "output": f"Not graded: {why}",
-                "output_format": "text", "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
-    tests, public = [], []
-    for exercise in data["exercises"]:
-        for test in _platform_tests(exercise):
-            tests.append({"name": test.name, "score": test.score, "max_score": test.max_score,
-                          "status": "passed" if test.passed else "failed",
-                          "visibility": "after_due_date" if test.hidden else "visible", "output": test.output})
-            if not test.hidden:
-                lines = "".join(f"\n    {m}" for m in test.output.splitlines()) if not test.passed else ""
-                public.append(f"{'PASS' if test.passed else 'FAIL'} {exercise['id']}{lines}")
-    # Visible now: the public checks only. The score and the hidden tests wait for the due date.
-    return {"score": float(data.get("score") or 0.0), "execution_time": round(seconds),
-            "output": "Public checks (everything else is graded and shown after the due date):\n" + "\n".join(public)
-                      + isolation_text(data.get("sandbox") or {}),
-            "output_format": "text", "test_output_format": "text",
-            "visibility": "after_due_date", "stdout_visibility": "hidden", "tests": tests,
-            "extra_data": {"student": data.get("student"), "seed": data.get("seed"), "seed_from": data.get("seed_from"),
-                           "release": data.get("release")}}
-
-
-def isolation_text(box: dict[str, Any]) -> str:
-    """What held around the kernel, for the instructor: the mode, whom it ran as, and each layer that did not."""
-    if not box:
-        return ""
-    text = f"\n\nIsolation: sandbox {box.get('mode')}, the kernel ran as {box.get('kernel_as')}"
-    if box.get("kernel_as") == "root":
-        text += " (without isolation: GRADER_ALLOW_ROOT_KERNEL=1 allowed it)"
-    reasons = box.get("reasons") or {}
-    for layer in box.get("missing") or []:
-        text += f"\n  not held: {layer}: {reasons.get(layer) or box.get('missing_reason') or ''}"
-    return text
-
-
-def prairielearn_results(data: dict[str, Any]) -> dict[str, Any]:
-    """A result in PrairieLearn's external-grader format: the same per-test points as Gradescope's."""
-    if data.get("status") != "graded":
-        return {"gradable": False, "score": 0.0, "message": f"Not graded: {data.get('error')}", "tests": []}
-    tests = [{"name": test.name, "points": test.score, "max_points": test.max_score,
-              "message": test.output[:2000], "output": "passed" if test.passed else "failed"}
-             for exercise in data["exercises"] for test in _platform_tests(exercise)]
-    tests += _instructors_tests(data)
-    total = float(data.get("max_score") or 0)
-    return {"gradable": True, "score": float(data.get("score") or 0) / total if total else 0.0,
-            "message": f"{spelling.score(data.get('score', 0))} / {spelling.score(total)}", "tests": tests}
-
-
-def _instructors_tests(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The instructor's part as tests of their own, so that the tests add up to the score and its maximum: each
-    written question (its points, or 0 of them until graded), each override (what it moved), the late penalty."""
-    part = mapping(data, "manual")
-    tests = []
-    for w in part.get("written") or []:
-        if isinstance(w, dict):
-            graded = w.get("points") is not None
-            tests.append({"name": f"written: {w.get('question')}", "points": float(w.get("points") or 0.0),
-                          "max_points": float(w.get("max_points") or 0.0),
-                          "message": "graded by rubric" if graded else "not graded yet",
-                          "output": "graded" if graded else "not graded yet"})
-    for o in part.get("overrides") or []:
-        if isinstance(o, dict):
-            moved = float(o.get("score") or 0.0) - float(o.get("autograded") or 0.0)
-            tests.append({"name": f"override: {o.get('exercise')}", "points": moved, "max_points": 0.0,
-                          "message": str(o.get("reason") or "")[:2000], "output": "overridden"})
-    late = mapping(part, "late")
-    if late.get("points"):
-        tests.append({"name": "late penalty", "points": -float(late["points"]), "max_points": 0.0,
-                      "message": f"{late.get('days')} day(s) late: -{late.get('percent')}%", "output": "late"})
-    return tests
-
+from grader.report.platform_results import prairielearn_results
 
 # ---- exports over a batch's gradebook ----
 
@@ -193,45 +64,102 @@ def _latest(folder: BatchFolder, lesson_id: str | None) -> tuple[list[dict[str, 
     return [latest[s] for s in sorted(latest)], lesson_id or ids[0]
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the export command was asked beyond the format and the folder (each export reads what it needs)."""
+
+    lesson_id: str | None = None
+    roster: Path | None = None
+    assignment: str = ""
+    assignment_id: str = ""
+
+
+@dataclass(frozen=True)
+class Export:
+    """One platform a batch's grades go back to: its name, the options it reads, how it writes, what it wrote.
+
+    A new platform is one of these in EXPORTS (the command lists them, and refuses any other in one line)."""
+
+    name: str
+    options: tuple[str, ...]
+    """The command's options it reads, beyond --to and --lesson."""
+    write: Callable[[BatchFolder, Path, Asked], Path]
+    describe: Callable[[Path], str]
+
+
+def _write_prairielearn(folder: BatchFolder, target: Path, asked: Asked) -> Path:
+    results, _ = _latest(folder, asked.lesson_id)
+    for data in results:
+        if mapping(data, "submitted_as").get("on_roster") is False:
+            continue  # not of the class the roster lists (a platform's test student, say)
+        files.write_text(target / data["student"] / "results.json", json.dumps(prairielearn_results(data), indent=2))
+    return target
+
+
+def _write_canvas(folder: BatchFolder, target: Path, asked: Asked) -> Path:
+    results, lesson_id = _latest(folder, asked.lesson_id)
+    roster = asked.roster if asked.roster is not None or not folder.roster.is_file() else folder.roster
+    return _canvas(results, lesson_id, target, roster, asked.assignment, asked.assignment_id)
+
+
+def _write_gradescope(folder: BatchFolder, target: Path, asked: Asked) -> Path:
+    return gradescope.bundle(asked.lesson_id or batch_lesson(folder.root), target)
+
+
+def _describe_canvas(target: Path) -> str:
+    rows = list(csv.reader(io.StringIO((target / "gradebook.csv").read_text(encoding="utf-8"))))
+    scored = sum(1 for row in rows[2:] if row[-1].strip())
+    unscored = [f"{row[0]} ({row[1]})" if row[0] else row[1] for row in rows[2:] if not row[-1].strip()]
+    with zipfile.ZipFile(target / "comments.zip") as bundle:
+        comments = len(bundle.namelist())
+    return (f"{target / 'gradebook.csv'}: column {rows[0][-1]!r}, {scored} of {len(rows) - 2} students scored "
+            "(Canvas: Grades > Import)"
+            + (f"; left blank (no graded submission): {', '.join(unscored[:20])}" if unscored else "")
+            + (f" and {len(unscored) - 20} more" if len(unscored) > 20 else "")
+            + f"\n{target / 'comments.zip'}: {comments} feedback files named as Canvas's "
+            "bulk download names them (Canvas: the assignment's bulk upload of submission comments)")
+
+
+def _describe_prairielearn(target: Path) -> str:
+    written = sorted(target.glob("*/results.json"))
+    return f"{target}: {len(written)} results.json, one folder per student (PrairieLearn's external-grader results)"
+
+
+def _describe_gradescope(target: Path) -> str:
+    return (f"{target / 'autograder.zip'}: Gradescope's autograder bundle (setup.sh, run_autograder, the grader, "
+            "the lesson and its solutions): upload it in the assignment's Configure Autograder page")
+
+
+EXPORTS = {export.name: export for export in (
+    Export("canvas", ("roster", "assignment", "assignment_id"), _write_canvas, _describe_canvas),
+    Export("prairielearn", (), _write_prairielearn, _describe_prairielearn),
+    Export("gradescope", (), _write_gradescope, _describe_gradescope),
+)}
+
+
+def exporter(fmt: str) -> Export:
+    """The export of this name, or one line naming those there are."""
+    if fmt not in EXPORTS:
+        raise GraderError(f"unknown export format {fmt!r} (known: {', '.join(EXPORTS)})")
+    return EXPORTS[fmt]
+
+
 def export(fmt: str, batch_dir: str | Path, out: str | Path | None = None, lesson_id: str | None = None,
            roster: str | Path | None = None, assignment: str = "", assignment_id: str = "") -> Path:
-    """Write `fmt`'s files (canvas, prairielearn) for the batch in `batch_dir`; returns the folder written.
-    Gradescope's is the autograder bundle (`gradescope.bundle`), not a batch's grades."""
-    folder = BatchFolder(Path(batch_dir))
-    target = Path(out) if out else folder.export(fmt)
-    results, lesson_id = _latest(folder, lesson_id)
-    if fmt == "prairielearn":
-        for data in results:
-            if mapping(data, "submitted_as").get("on_roster") is False:
-                continue  # not of the class the roster lists (a platform's test student, say)
-            files.write_text(target / data["student"] / "results.json", json.dumps(prairielearn_results(data), indent=2))
-        return target
-    if fmt == "canvas":
-        kept = folder.roster
-        return _canvas(results, lesson_id, target, roster if roster is not None or not kept.is_file() else kept,
-                       assignment, assignment_id)
-    raise GraderError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
+    """Write `fmt`'s files for the batch in `batch_dir` (default: its export folder); returns the folder written."""
+    folder, chosen = BatchFolder(Path(batch_dir)), exporter(fmt)
+    asked = Asked(lesson_id, Path(roster) if roster else None, assignment, assignment_id)
+    ignored = [f"--{name.replace('_', '-')}" for name in ("roster", "assignment", "assignment_id")
+               if getattr(asked, name) and name not in chosen.options]
+    if ignored:
+        raise GraderError(f"the {fmt} export reads no {' or '.join(ignored)} (it reads: "
+                          f"{', '.join('--' + o.replace('_', '-') for o in chosen.options) or 'only --to and --lesson'})")
+    return chosen.write(folder, Path(out) if out else folder.export(fmt), asked)
 
 
 def describe(fmt: str, target: Path) -> str:
     """What an export wrote, read back from the files themselves, and where each goes."""
-    if fmt == "canvas":
-        rows = list(csv.reader(io.StringIO((target / "gradebook.csv").read_text(encoding="utf-8"))))
-        scored = sum(1 for row in rows[2:] if row[-1].strip())
-        unscored = [f"{row[0]} ({row[1]})" if row[0] else row[1] for row in rows[2:] if not row[-1].strip()]
-        with zipfile.ZipFile(target / "comments.zip") as bundle:
-            comments = len(bundle.namelist())
-        return (f"{target / 'gradebook.csv'}: column {rows[0][-1]!r}, {scored} of {len(rows) - 2} students scored "
-                "(Canvas: Grades > Import)"
-                + (f"; left blank (no graded submission): {', '.join(unscored[:20])}" if unscored else "")
-                + (f" and {len(unscored) - 20} more" if len(unscored) > 20 else "")
-                + f"\n{target / 'comments.zip'}: {comments} feedback files named as Canvas's "
-                "bulk download names them (Canvas: the assignment's bulk upload of submission comments)")
-    if fmt == "prairielearn":
-        written = sorted(target.glob("*/results.json"))
-        return f"{target}: {len(written)} results.json, one folder per student (PrairieLearn's external-grader results)"
-    return (f"{target / 'autograder.zip'}: Gradescope's autograder bundle (setup.sh, run_autograder, the grader, "
-            "the lesson and its solutions): upload it in the assignment's Configure Autograder page")
+    return exporter(fmt).describe(target)
 
 
 def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster: str | Path | None,

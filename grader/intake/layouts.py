@@ -33,8 +33,6 @@ from grader.base import files
 from grader.base.errors import GraderError
 
 LAYOUTS = ("flat", "per-student", "nbgrader", "canvas", "moodle")
-EXPORTS = ("canvas", "prairielearn", "gradescope")
-"""The platforms a batch's grades go back to (platforms.export), named here so the CLI lists them cheaply."""
 IGNORED_NAMES = {".ds_store", "thumbs.db", "desktop.ini", "__macosx", ".ipynb_checkpoints", "timestamp.txt"}
 IGNORED_SUFFIXES = (".txt", ".md", ".rst")
 IGNORED_STEMS = ("readme", "license")

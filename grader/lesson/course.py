@@ -27,7 +27,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from grader.base.errors import LessonError
 from grader.base.shapes import Shape
@@ -56,9 +56,24 @@ SHAPE = Shape({"type": "object", "additionalProperties": False, "required": ["na
                               "lessons": {"type": "object", "additionalProperties": _LESSON}}}, draft="7")
 
 
+class LateRule(Protocol):
+    """What lateness costs, as the score's join asks it (joining.joined): the one replaceable part of a course's
+    late policy. A course with another rule (a fixed cost, a grace period) is one class with these two methods,
+    built in `late_rule`; nothing else changes."""
+
+    def percent(self, days: float) -> float:
+        """The share of the total taken for this many days late (0 to 100)."""
+        ...
+
+    def describe(self) -> str:
+        """The rule in a few words, for `grader course` and reports."""
+        ...
+
+
 @dataclass(frozen=True)
 class LatePolicy:
-    """What lateness costs: a share of the total per day late (a part of a day counts), all of it after a cut-off."""
+    """The course's late rule (`[lessons.<id>.late]`): a share of the total per day late (a part of a day counts),
+    all of it after a cut-off."""
 
     percent_per_day: float = 0.0
     cutoff_days: float | None = None
@@ -100,7 +115,7 @@ class LessonPolicy:
 
     due: _dt.datetime | None = None
     """When it is due, a moment (zone-aware); None: no due date."""
-    late: LatePolicy | None = None
+    late: LateRule | None = None
     """What lateness costs; None: nothing."""
     variants: bool | None = None
     """Numbers of one's own per student: True, False, or None where course.toml does not say (then the course's
@@ -225,13 +240,18 @@ def _load(root: Path, stamp: tuple[Any, ...]) -> Course:
     return Course(root, str(spec["name"]), zone, policies, declared=True)
 
 
+def late_rule(late: dict[str, Any] | None) -> LateRule | None:
+    """The late rule `[lessons.<id>.late]` declares (None: lateness costs nothing)."""
+    if late is None:
+        return None
+    cutoff = late.get("cutoff_days")
+    return LatePolicy(float(late.get("percent_per_day", 0.0)), float(cutoff) if cutoff is not None else None)
+
+
 def _policy(entry: dict[str, Any], zone: str, where: str) -> LessonPolicy:
-    late = entry.get("late")
-    cutoff = late.get("cutoff_days") if late else None
     return LessonPolicy(
         due=_due(entry["due"], zone, where) if "due" in entry else None,
-        late=LatePolicy(float(late.get("percent_per_day", 0.0)), float(cutoff) if cutoff is not None else None)
-        if late is not None else None,
+        late=late_rule(entry.get("late")),
         variants=entry.get("variants"),
         submissions=_submissions(entry.get("submissions") or {}))
 
