@@ -46,7 +46,7 @@ def _kernel_memory() -> tuple[float, float, int]:
     count = 0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if b"kernel_zygote" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"zygote_process" not in Path(f"/proc/{pid}/cmdline").read_bytes():
                 continue
             fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
         except (OSError, ValueError):

@@ -15,14 +15,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.lesson import handout, lessons, staff_code
+from grader.lesson import catalog, handout, staff_code
 
 LESSON = "dynamic-batching"
 
 
 def given_namespace() -> dict:
     namespace: dict = {"__name__": "bench_dynamic_batching"}
-    for cell in handout.scaffold(lessons.get(LESSON)).cells:
+    for cell in handout.scaffold(catalog.get(LESSON)).cells:
         if cell.cell_type == "code" and "given" in cell.metadata.get("tags", []) and cell["id"] not in (
                 "given-comparison", "given-hand-check"):
             exec(compile(cell.source, cell["id"], "exec"), namespace)
@@ -35,7 +35,7 @@ def row(name: str, values: np.ndarray) -> str:
 
 
 def main() -> None:
-    given, ref = given_namespace(), staff_code.reference(lessons.get(LESSON))
+    given, ref = given_namespace(), staff_code.reference(catalog.get(LESSON))
     policy = ref["policy"]
     given["warm_shapes"]()
     print(f"policy (max_batch, max_wait_ms) = {policy}, chosen by the reference for TRACE_OVERLOADED "

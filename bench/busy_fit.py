@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 BUSY = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
 
@@ -52,7 +52,7 @@ def describe(rows: list[dict]) -> str:
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    lesson = lessons.get("dynamic-batching")
+    lesson = catalog.get("dynamic-batching")
     solution = handout.solution_notebook(lesson)
     grader = str(Path(sys.executable).with_name("grader"))
     with tempfile.TemporaryDirectory() as tmp:

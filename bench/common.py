@@ -19,14 +19,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import patched_solution
 
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 
 def mixed_set(folder: Path, per_lesson: int) -> dict[str, list[Path]]:
     """Write solution, scaffold and bug notebooks of both lessons, `per_lesson` each."""
     out: dict[str, list[Path]] = {}
     for lesson_id in ("inference-capacity", "inference-scaling"):
-        lesson = lessons.get(lesson_id)
+        lesson = catalog.get(lesson_id)
         bugs = sorted((ROOT / "tests" / "submissions" / lesson_id).glob("*.py"))
         bugs = [b for b in bugs if "infinite-loop" not in b.name]
         made = []

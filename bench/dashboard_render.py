@@ -15,12 +15,12 @@ import nbformat
 from common import median
 
 from grader import grading
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.report import render
 
 
 def main(rounds: int) -> None:
-    lesson = lessons.get("inference-capacity")
+    lesson = catalog.get("inference-capacity")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "solution.ipynb"
         nbformat.write(handout.solution_notebook(lesson), str(path))

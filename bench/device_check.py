@@ -78,15 +78,15 @@ def main(device: str) -> None:
     sys.path.insert(0, str(ROOT))
     import nbformat
 
-    from grader.lesson import handout, lessons
+    from grader.lesson import catalog, handout
 
     out = Path(os.environ.get("GRADER_DEVICE_CHECK_OUT") or tempfile.mkdtemp(prefix="device-check-"))
     devices = (device, "cpu")
     print(f"device check: {device} against cpu on this host; results under {out}")
-    for lesson in lessons.available():
+    for lesson in catalog.available():
         print(f"\n== {lesson}")
         notebook = out / f"{lesson}-reference.ipynb"
-        nbformat.write(handout.solution_notebook(lessons.get(lesson)), str(notebook))
+        nbformat.write(handout.solution_notebook(catalog.get(lesson)), str(notebook))
         for dev in devices:
             data, seconds, refused = _grade(notebook, lesson, dev, out / f"{lesson}-{dev}.json")
             if data is None or data.get("status") != "graded":

@@ -15,14 +15,14 @@ import nbformat
 from common import median, plain_run, timed
 
 from grader import grading
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 
 def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for lesson_id in ("inference-scaling", "inference-capacity"):
             path = Path(tmp) / f"{lesson_id}.ipynb"
-            nbformat.write(handout.solution_notebook(lessons.get(lesson_id)), str(path))
+            nbformat.write(handout.solution_notebook(catalog.get(lesson_id)), str(path))
             plain, graded = [], []
             plain_run(path)  # warm the page cache once
             for i in range(rounds):

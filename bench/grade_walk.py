@@ -18,11 +18,11 @@ from pathlib import Path
 FLOORS = {
     "base": "host errors escape limits files shapes options",
     "intake": "load layouts roster",
-    "lesson": "folders lesson_schema lessons handout releases staff_code",
-    "kernel": "kernel_messages upstream isolation devices kernel_command leftovers sandbox compile_cache zygote "
-              "kernel_zygote warm_start",
-    "run": "wire decoded cells sections attempt tail run probe device_check",
-    "judge": "matching expectations judge completion mistakes",
+    "lesson": "folders lesson_schema catalog handout releases staff_code",
+    "kernel": "protocol upstream isolation devices launch leftovers sandbox compile_cache zygote "
+              "zygote_process warm_start",
+    "run": "wire decoded cells sections attempt tail execution probe device_check",
+    "judge": "matching expectations verdict completion mistakes",
     "result": "record parts gradebook sign seeds variants regrade evidence",
     "report": "figure render render_similarity render_text finish",
     "classroom": "similarity portfolio verify certs cluster batch platforms gradescope",

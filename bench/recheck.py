@@ -21,7 +21,7 @@ from common import median, plain_run, quiet_stderr
 
 from grader import watch
 from grader.base.options import Options
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 LESSON = "inference-capacity"
 
@@ -30,7 +30,7 @@ def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "mine.ipynb"
-        notebook = handout.solution_notebook(lessons.get(LESSON))
+        notebook = handout.solution_notebook(catalog.get(LESSON))
         answer = max(i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code")
         nbformat.write(notebook, str(path))
         options, note = watch.watch_options(Options(public_only=True, sandbox="none"))

@@ -25,7 +25,7 @@ from common import ROOT, median
 from grader import grading
 from grader.classroom import review_app
 from grader.classroom.review import Review
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.report import finish
 from grader.result import gradebook, record
 
@@ -36,7 +36,7 @@ def make_batch(out: Path, students: int) -> None:
     import nbformat
 
     notebook = out.parent / "solution.ipynb"
-    nbformat.write(handout.solution_notebook(lessons.get(LESSON)), str(notebook))
+    nbformat.write(handout.solution_notebook(catalog.get(LESSON)), str(notebook))
     base = grading.grade(notebook, LESSON, grading.Options(seed=1))
     graded = finish.drawn(base)
     book = gradebook.Gradebook(out / "gradebook.sqlite")

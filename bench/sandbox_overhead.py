@@ -19,7 +19,7 @@ from common import median, timed
 from grader import grading
 from grader.base.limits import Limits
 from grader.kernel import sandbox
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 
 def main(rounds: int) -> None:
@@ -32,7 +32,7 @@ def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for lesson_id in ("inference-capacity", "inference-scaling"):
             path = Path(tmp) / f"{lesson_id}.ipynb"
-            nbformat.write(handout.solution_notebook(lessons.get(lesson_id)), str(path))
+            nbformat.write(handout.solution_notebook(catalog.get(lesson_id)), str(path))
             runs: dict[str, list[float]] = {"bwrap": [], "none": []}
             for i in range(rounds):
                 modes = ["bwrap", "none"] if i % 2 == 0 else ["none", "bwrap"]

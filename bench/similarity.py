@@ -29,14 +29,14 @@ from test_similarity import LESSON, SUBS, _class, _disguised
 
 from grader.classroom import similarity
 from grader.classroom.batch_folder import BatchFolder
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 NAMES = ("predictions", "rows_read", "waited", "calls", "unfilled", "groups", "answers", "read", "baseline",
          "unit_saving", "general_work", "accel_work", "first_occurrences", "total_rows", "chunk", "got", "base")
 
 
 def _bases() -> list:
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     bugs = sorted((ROOT / "tests" / "submissions" / LESSON).glob("*.py"))
     return ([handout.solution_notebook(lesson), handout.scaffold(lesson)]
             + [patched_solution(LESSON, SUBS / f"{name}.py") for name in ("independent-loops", "independent-functional")]
@@ -53,14 +53,14 @@ def _write_class(folder: Path, count: int, rng: random.Random) -> None:
 
 
 def main() -> None:
-    report = similarity.analyse(_class(), handout.scaffold(lessons.get(LESSON)))
+    report = similarity.analyse(_class(), handout.scaffold(catalog.get(LESSON)))
     copies = {frozenset(p) for p in (("orig", "copy1"), ("orig", "copy2"), ("copy1", "copy2"))}
     scores = {frozenset(p.students): p.score for p in report.code}
     print(f"test class: disguised copies score {min(scores.get(p, 0.0) for p in copies):.3f} at least; every other "
           f"pair {max([s for p, s in scores.items() if p not in copies] or [0.0]):.3f} at most "
           f"(threshold {similarity.THRESHOLD})")
     rng = random.Random(7)
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     for count in (100, 1000):
         with tempfile.TemporaryDirectory() as tmp:
             _write_class(Path(tmp), count, rng)

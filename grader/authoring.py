@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.judge import expectations, matching
-from grader.lesson import handout, lessons, staff_code
+from grader.lesson import catalog, handout, staff_code
 from grader.lesson.cases import Holds, Stated
 from grader.result import variants
 from grader.run import decoded
@@ -24,7 +24,7 @@ DRAWN = (1, 2, 3)
 """The seeds whose hidden cases are checked against the reference here (validate --draws asks more)."""
 
 
-def hidden_figures(lesson: lessons.Lesson, seeds: tuple[int, ...] = DRAWN) -> list[str]:
+def hidden_figures(lesson: catalog.Lesson, seeds: tuple[int, ...] = DRAWN) -> list[str]:
     """A hidden case that states a figure the reference does not give, in the author's words."""
     problems: list[str] = []
     reference = staff_code.reference(lesson)
@@ -49,7 +49,7 @@ def hidden_figures(lesson: lessons.Lesson, seeds: tuple[int, ...] = DRAWN) -> li
     return sorted(set(problems))[:10]
 
 
-def properties_run(lesson: lessons.Lesson) -> list[str]:
+def properties_run(lesson: catalog.Lesson) -> list[str]:
     """A property (properties.py) that raises on the reference's own answer: the author's, with the line."""
     checks = staff_code.properties(lesson)
     reference = staff_code.reference(lesson)
@@ -75,7 +75,7 @@ def properties_run(lesson: lessons.Lesson) -> list[str]:
     return problems
 
 
-def variant_firsts(lesson: lessons.Lesson) -> list[str]:
+def variant_firsts(lesson: catalog.Lesson) -> list[str]:
     """Each variant's first choice must be the number the given cell assigns in scaffold.py (the seed's, which the
     text and the stated figures are written for); else the plain handout ships the first choice in its place."""
     if not lesson.variants:
@@ -93,7 +93,7 @@ def variant_firsts(lesson: lessons.Lesson) -> list[str]:
             if name not in assigned or assigned[name] != choices[0]]
 
 
-def hidden_names(lesson: lessons.Lesson) -> list[str]:
+def hidden_names(lesson: catalog.Lesson) -> list[str]:
     """hidden.py's keys must be the lesson's exercise ids."""
     known = {ex.id for ex in lesson.exercises}
     drawn = staff_code.hidden_cases(lesson, DRAWN[0])
@@ -101,7 +101,7 @@ def hidden_names(lesson: lessons.Lesson) -> list[str]:
             f"(exercises: {', '.join(sorted(known))})" for key in sorted(set(drawn) - known)]
 
 
-def stale_solution(lesson: lessons.Lesson) -> list[str]:
+def stale_solution(lesson: catalog.Lesson) -> list[str]:
     """The committed `solution.ipynb`, if stale or missing, named with what changed since it was built."""
     import nbformat
 
@@ -128,7 +128,7 @@ def stale_solution(lesson: lessons.Lesson) -> list[str]:
             f"build-solution {lesson.id}"]
 
 
-def lessons_scaffold_cells(lesson: lessons.Lesson) -> list[Any]:
+def lessons_scaffold_cells(lesson: catalog.Lesson) -> list[Any]:
     """The scaffold's cells as written (placeholders unfilled)."""
     from grader.intake import load
 

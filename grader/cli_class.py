@@ -74,12 +74,12 @@ def similarity_cmd(out_dir: Path, lesson_id: str | None, json_path: str | None, 
     from grader.base import files
     from grader.classroom import similarity
     from grader.classroom.batch_folder import BatchFolder
-    from grader.lesson import lessons
+    from grader.lesson import catalog
     from grader.report import render_similarity
     from grader.result import record
 
     folder = BatchFolder(out_dir)
-    lesson = lessons.get(lesson_id or similarity.batch_lesson(folder))
+    lesson = catalog.get(lesson_id or similarity.batch_lesson(folder))
     found = similarity.of_batch(folder, lesson, similarity.THRESHOLD if threshold is None else threshold)
     files.write_text(folder.similarity, render_similarity.similarity_html(found, lesson))
     if json_path:  # "-": standard output, and nothing else there

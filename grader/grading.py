@@ -15,13 +15,13 @@ from grader.base import host
 from grader.base.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable
 from grader.base.options import MAX_HASH_SEED, Options
 from grader.intake import load
-from grader.judge import completion, expectations, judge
+from grader.judge import completion, expectations, verdict
 from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox, warm_start, zygote
-from grader.lesson import folders, handout, lessons, releases, staff_code
+from grader.lesson import catalog, folders, handout, releases, staff_code
 from grader.report import finish
 from grader.result import joining, parts, seeds, variants
 from grader.result.record import INTERNAL_ERROR, GradeResult
-from grader.run import decoded, device_check, probe, run
+from grader.run import decoded, device_check, execution, probe
 from grader.run.cells import SKIPPED
 
 
@@ -50,7 +50,7 @@ def prepare(lesson_id: str, options: Options) -> None:
     whatever is missing itself.
     """
     starting = warm_start.start(lesson_id, options)
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     if not options.public_only:
         try:
             _public_expectations(lesson)
@@ -93,7 +93,7 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
                                worker={"pid": os.getpid(), "start": started, "end": time.monotonic()})
 
 
-def _seed(lesson: lessons.Lesson, student: str, options: Options) -> tuple[int, str]:
+def _seed(lesson: catalog.Lesson, student: str, options: Options) -> tuple[int, str]:
     """(the hidden-case seed, where it came from): given, else derived from the course secret, the lesson and the
     student (seeds.py), so the same file graded anywhere, any number of times, meets the same hidden cases."""
     if options.seed is not None:
@@ -104,7 +104,7 @@ def _seed(lesson: lessons.Lesson, student: str, options: Options) -> tuple[int, 
     return seeds.hidden_seed(lesson.id, student, secret), "course secret" if secret else "lesson and student"
 
 
-def plans_for(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
+def plans_for(lesson: catalog.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
     hidden = {} if public_only else staff_code.hidden_cases(lesson, seed)
     columns = {case.name: case.columns for ex in lesson.exercises for case in ex.cases if case.columns}
     return [probe.ExercisePlan(ex.id, ex.needs, tuple(ex.cases) + tuple(
@@ -113,7 +113,7 @@ def plans_for(lesson: lessons.Lesson, seed: int, public_only: bool) -> list[prob
             for ex in lesson.exercises]
 
 
-def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan],
+def _evidence(lesson: catalog.Lesson, plans: list[probe.ExercisePlan],
               probes: dict[str, probe.Probe]) -> dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]]:
     """The student's answers on the public inputs, by kind (measured, simulated), per exercise."""
     shown: dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]] = {"measured": [], "simulated": []}
@@ -130,7 +130,7 @@ def _evidence(lesson: lessons.Lesson, plans: list[probe.ExercisePlan],
     return shown
 
 
-def _values(lesson: lessons.Lesson, plan: probe.ExercisePlan, found: probe.Probe) -> dict[str, dict[str, Any]]:
+def _values(lesson: catalog.Lesson, plan: probe.ExercisePlan, found: probe.Probe) -> dict[str, dict[str, Any]]:
     """Evidence values read after the run, split by kind; absent names are None."""
     values: dict[str, dict[str, Any]] = {"measured": {}, "simulated": {}}
     results = found.results if found.status == "ok" else (decoded.NO_ANSWER,) * len(plan.cases)
@@ -151,7 +151,7 @@ def _differing(as_submitted: tuple[dict[str, Any], ...], executed: Any) -> list[
 class _Ran:
     """One submission's run, and how it was isolated."""
 
-    executed: run.Executed
+    executed: execution.Executed
     report: isolation.SandboxReport
     start: devices.KernelStart
     device: str
@@ -166,7 +166,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
           student: str | None = None) -> GradeResult:
     """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
     submission = load.read(path, student)
-    lesson = lessons.get(_lesson_id(lesson_id, submission))
+    lesson = catalog.get(_lesson_id(lesson_id, submission))
     key = options.handout_key or variants.handout_key(lesson.id, seeds.course_secret())  # none on a student's machine
     who, handout_of, named = variants.identity(lesson, submission.notebook, student, Path(submission.path).stem, key)
     submission = dataclasses.replace(submission, student=who)
@@ -224,7 +224,7 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
     ), lesson)
 
 
-def run_submission(lesson: lessons.Lesson, submission: load.Submission, plans: list[probe.ExercisePlan], options: Options,
+def run_submission(lesson: catalog.Lesson, submission: load.Submission, plans: list[probe.ExercisePlan], options: Options,
          hash_seed: int) -> _Ran:
     """Plan the isolation and the device, then run the notebook and its probes in a fresh kernel."""
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
@@ -237,7 +237,7 @@ def run_submission(lesson: lessons.Lesson, submission: load.Submission, plans: l
     leftovers.sweep_stale()
     nonce = probe.new_nonce()
     evidence_plan = probe.ExercisePlan(probe.EVIDENCE_KEY, tuple(lesson.evidence),
-                                       tuple(lessons.case_from_spec({"value": name}) for name in lesson.evidence))
+                                       tuple(catalog.case_from_spec({"value": name}) for name in lesson.evidence))
     probed = plans + ([evidence_plan] if lesson.evidence else [])
     tail: list[tuple[str, Any]] = [(PROBES_KEY, probe.sectioned(probed, nonce, options.limits.probe_timeout)),
                                    (probe.ENVIRONMENT_KEY, probe.environment_cell(nonce))]
@@ -247,16 +247,16 @@ def run_submission(lesson: lessons.Lesson, submission: load.Submission, plans: l
     given = _given_cells(lesson, submission.notebook)
     prefix = _warm_prefix(lesson, submission.notebook, options, start) if warm else frozenset()
     limits = options.limits
-    executed = run.execute(submission.notebook, tail, limits,
+    executed = execution.execute(submission.notebook, tail, limits,
                            (lambda: zygote.kernel_manager(report, limits, start, warm_cells=bool(prefix))) if warm
                            else (lambda: sandbox.kernel_manager(report, limits, start)),
                            given=given, warm=prefix)
     return _Ran(executed, report, start, device, checked, fell_back, nonce, evidence_plan, given)
 
 
-def verdicts_of(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe],
-              executed: run.Executed, submission: load.Submission, options: Options,
-              numbers: dict[str, float] | None = None) -> list[judge.ExerciseResult]:
+def verdicts_of(lesson: catalog.Lesson, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe],
+              executed: execution.Executed, submission: load.Submission, options: Options,
+              numbers: dict[str, float] | None = None) -> list[verdict.ExerciseResult]:
     """Each exercise judged here, outside the kernel, against the lesson's figures and the reference's answers
     (for the student's own numbers, where the course grades the lesson per student)."""
     reference = None if options.public_only else staff_code.reference(lesson)
@@ -273,12 +273,12 @@ def verdicts_of(lesson: lessons.Lesson, plans: list[probe.ExercisePlan], probes:
         if found.status == "ok":
             pairs = [expectations.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expects)]
             cases, expects = [c for c, _ in pairs], [e for _, e in pairs]
-        verdicts.append(judge.judge(ex, cases, found, expects, executed.cells, submission.notebook, checks))
+        verdicts.append(verdict.judge(ex, cases, found, expects, executed.cells, submission.notebook, checks))
     return verdicts
 
 
-def _noted(lesson: lessons.Lesson, submission: load.Submission, release: releases.Release,
-           verdicts: list[judge.ExerciseResult]) -> tuple[list[str], list[judge.ExerciseResult]]:
+def _noted(lesson: catalog.Lesson, submission: load.Submission, release: releases.Release,
+           verdicts: list[verdict.ExerciseResult]) -> tuple[list[str], list[verdict.ExerciseResult]]:
     """The result's notes: a notebook of another release or of another lesson says so (in the missing verdicts too)."""
     notes = list(submission.notes)
     notes += [f"{ex.id}: {said}" for ex in lesson.exercises for said in completion.unwaited(submission.notebook, ex.timed)]
@@ -329,14 +329,14 @@ def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[s
 
 
 @functools.cache
-def _public_expectations(lesson: lessons.Lesson) -> dict[tuple[str, int], expectations.Expectation]:
+def _public_expectations(lesson: catalog.Lesson) -> dict[tuple[str, int], expectations.Expectation]:
     """The expectation of every public case, by (exercise, position): the same for every student, so a batch
     asks the reference once (in the parent, before its workers fork) instead of once per grade."""
     reference = staff_code.reference(lesson)
     return {(ex.id, i): expectations.expectation(case, reference) for ex in lesson.exercises for i, case in enumerate(ex.cases)}
 
 
-def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dict[str, float]:
+def _phases(executed: execution.Executed, given: frozenset[int], judged: float) -> dict[str, float]:
     """Seconds per phase of one grade: kernel start, the lesson's given cells, the student's cells, probes, judge."""
     given_seconds = sum(c.seconds for c in executed.cells if c.index in given)
     phases = dict(executed.timings, given_cells=given_seconds,
@@ -344,7 +344,7 @@ def _phases(executed: run.Executed, given: frozenset[int], judged: float) -> dic
     return {k: round(v, 3) for k, v in phases.items()}
 
 
-def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start: devices.KernelStart) -> frozenset[int]:
+def _warm_prefix(lesson: catalog.Lesson, notebook: Any, options: Options, start: devices.KernelStart) -> frozenset[int]:
     """The notebook's leading cells that the zygote's one run of the lesson's warm cells stands for (none when
     the notebook changed them, or the zygote could not run them)."""
     prefix = handout.warm_prefix(lesson, notebook)
@@ -356,7 +356,7 @@ def _warm_prefix(lesson: lessons.Lesson, notebook: Any, options: Options, start:
         return frozenset()
 
 
-def _given_cells(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
+def _given_cells(lesson: catalog.Lesson, notebook: Any) -> frozenset[int]:
     """Indices of the cells that are the lesson's given code, unchanged (matched by source, not by tags or ids,
     which the student controls): a cold kernel's first imports run there, so they get the given budget."""
     given = handout.given_sources(lesson)
@@ -372,13 +372,13 @@ def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:
     name = Path(submission.path).name
     hint = submission.lesson_hint
     if lesson_id:
-        lessons.get(lesson_id)  # an unknown --lesson is said first, with the lessons there are
+        catalog.get(lesson_id)  # an unknown --lesson is said first, with the lessons there are
     if hint and lesson_id and hint != lesson_id:
         raise LessonError(f"{name}: the notebook is lesson '{hint}' (its metadata says so), not '{lesson_id}'; "
                           f"grade it with --lesson {hint}, or start from the notebook of lesson '{lesson_id}'")
     if lesson_id or hint:
         return str(lesson_id or hint)
-    known = ", ".join(lessons.available())
+    known = ", ".join(catalog.available())
     raise LessonError(f"{name}: no lesson in the notebook's metadata; pass --lesson ({known})")
 
 

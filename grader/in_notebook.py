@@ -217,7 +217,7 @@ def _main(argv: list[str]) -> int:
     lesson's written questions, shown as not graded yet)."""
     from grader import grading
     from grader.base.errors import GraderError
-    from grader.lesson import lessons
+    from grader.lesson import catalog
 
     try:
         result = grading.grade(argv[0], argv[1] or None, grading.Options(public_only=True, sandbox="none"))
@@ -226,7 +226,7 @@ def _main(argv: list[str]) -> int:
         return 2
     data = result.to_dict()
     if result.lesson:
-        data["written_questions"] = [q.title for q in lessons.get(result.lesson).written]
+        data["written_questions"] = [q.title for q in catalog.get(result.lesson).written]
     sys.stdout.write(json.dumps(data, default=str))
     return 0
 

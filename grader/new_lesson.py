@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grader.base import files
 from grader.base.errors import GraderError
-from grader.lesson import folders, lessons
+from grader.lesson import catalog, folders
 
 _ID = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")  # whole strings only (fullmatch: no newline slips past `$`)
 
@@ -156,14 +156,14 @@ def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
                    files.write_text(folder / "scaffold.py", _scaffold(lesson_id, exercises)),
                    files.write_text(solutions / "answers.py", _answers(exercises)),
                    files.write_text(solutions / "hidden.py", _hidden(lesson_id, exercises))]
-        lessons.forget()
+        catalog.forget()
         return [*written, build_solution(lesson_id)]
     except BaseException:  # a lesson half made is no lesson: what this call made goes, nothing else
         import shutil
 
         for made in (folder, solutions):
             shutil.rmtree(made, ignore_errors=True)
-        lessons.forget()
+        catalog.forget()
         raise
 
 
@@ -173,5 +173,5 @@ def build_solution(lesson_id: str) -> Path:
 
     from grader.lesson import handout
 
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     return files.write_text(lesson.solutions / "solution.ipynb", nbformat.writes(handout.solution_notebook(lesson)))

@@ -22,7 +22,7 @@ import nbformat
 from grader import grading
 from grader.base.options import Options
 from grader.intake import load
-from grader.lesson import lessons, mistakes, releases
+from grader.lesson import catalog, mistakes, releases
 from grader.run import probe
 from grader.run.cells import SKIPPED
 
@@ -45,7 +45,7 @@ class Caught:
                 f"{self.seeds} seeds: a hidden case that targets it is not drawn every time")
 
 
-def prove(lesson: lessons.Lesson, options: Options, seeds: tuple[int, ...] = SEEDS,
+def prove(lesson: catalog.Lesson, options: Options, seeds: tuple[int, ...] = SEEDS,
           workdir: str | Path | None = None) -> list[Caught]:
     """Each declared mistake, graded under every seed (one kernel run per mistake)."""
     found = []
@@ -60,7 +60,7 @@ def prove(lesson: lessons.Lesson, options: Options, seeds: tuple[int, ...] = SEE
     return found
 
 
-def scores_by_seed(lesson: lessons.Lesson, path: Path, seeds: tuple[int, ...],
+def scores_by_seed(lesson: catalog.Lesson, path: Path, seeds: tuple[int, ...],
                    options: Options) -> dict[int, dict[str, float]]:
     """Each exercise's score under each seed: one run of the notebook, probed with every seed's hidden cases."""
     submission = load.read(path)

@@ -22,7 +22,7 @@ import nbformat
 
 from grader.base.errors import GraderError
 from grader.grading import Options, grade
-from grader.lesson import handout, lessons, mistakes
+from grader.lesson import catalog, handout, mistakes
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def under_load(lesson_id: str, options: Options, runs: int, busy: int = 2, mista
                workdir: str | Path | None = None) -> Steadiness:
     """Grade the reference and a declared mistake (the first, or the one named) `runs` times each beside `busy`
     spinning processes, with one seed."""
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     declared = mistakes.declared(lesson)
     chosen = [m for m in declared if mistake in (None, m.name)][:1]
     if mistake is not None and not chosen:

@@ -18,7 +18,7 @@ from grader.base import spelling
 from grader.base.errors import GraderError
 from grader.grading import Options, grade
 from grader.judge import expectations, matching
-from grader.lesson import handout, lessons, mistakes, staff_code
+from grader.lesson import catalog, handout, mistakes, staff_code
 from grader.lesson.cases import AskReference, Stated
 from grader.result import variants
 from grader.result.record import GradeResult
@@ -47,7 +47,7 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
     earns full marks and the bare scaffold zero points, the committed solution notebook is current, (`draws`) the
     reference answers every hidden case of that many more draws, and every mistake the lesson declares loses
     points under each of `seeds` seeds."""
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     problems = quick(lesson) + _draws(lesson, draws)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         solution = Path(tmp) / "reference.ipynb"
@@ -84,7 +84,7 @@ def reference_problems(ref: GradeResult) -> list[str]:
     return problems
 
 
-def quick(lesson: lessons.Lesson) -> list[str]:
+def quick(lesson: catalog.Lesson) -> list[str]:
     """What can be proven without a kernel (the suite asks it of every lesson it finds): the staff's code loads, the
     needed names are defined, the figures the lesson and its hidden cases state agree with the reference, the
     properties run on the reference's answers, the first choice of every variant is the given cell's, the hidden
@@ -98,7 +98,7 @@ def quick(lesson: lessons.Lesson) -> list[str]:
             + authored.variant_firsts(lesson) + authored.hidden_names(lesson) + authored.stale_solution(lesson))
 
 
-def staff_code_loads(lesson: lessons.Lesson) -> None:
+def staff_code_loads(lesson: catalog.Lesson) -> None:
     """The course staff's code runs: the reference namespace builds, `hidden.py` draws, `properties.py` loads. Else
     one line (GraderError) naming the file, the line and what it raised, in an author's words."""
     folders = {f"<{lesson.id} given>": lesson.folder / "scaffold.py",
@@ -119,7 +119,7 @@ def staff_code_loads(lesson: lessons.Lesson) -> None:
             raise GraderError(f"{where}: {type(err).__name__}: {str(err)[:200]}{hint}") from None
 
 
-def _draws(lesson: lessons.Lesson, draws: int) -> list[str]:
+def _draws(lesson: catalog.Lesson, draws: int) -> list[str]:
     """The reference asked every hidden case of `draws` more draws (no kernel): a generator that draws an input
     the reference refuses, or a stated hidden figure it disagrees with, shows here."""
     problems = []
@@ -127,7 +127,7 @@ def _draws(lesson: lessons.Lesson, draws: int) -> list[str]:
     for seed in range(1000, 1000 + draws):
         for exercise_id, cases in staff_code.hidden_cases(lesson, seed).items():
             for case in cases:
-                if any(isinstance(a, dict) and lessons.KERNEL_ARG in a for a in case.args):
+                if any(isinstance(a, dict) and catalog.KERNEL_ARG in a for a in case.args):
                     continue  # asked on the student's own values: nothing to ask without a kernel
                 try:
                     expectations.expectation(case, reference)
@@ -136,7 +136,7 @@ def _draws(lesson: lessons.Lesson, draws: int) -> list[str]:
     return problems
 
 
-def stated_figures(lesson: lessons.Lesson) -> list[str]:
+def stated_figures(lesson: catalog.Lesson) -> list[str]:
     """Every figure the lesson states that its reference does not reproduce, in one line each (no kernel runs)."""
     problems = []
     reference = staff_code.reference(lesson)
@@ -160,7 +160,7 @@ def stated_figures(lesson: lessons.Lesson) -> list[str]:
     return problems
 
 
-def before_regrade(lesson: lessons.Lesson, recorded: dict[str, dict[str, Any]]) -> None:
+def before_regrade(lesson: catalog.Lesson, recorded: dict[str, dict[str, Any]]) -> None:
     """Before a regrade moves any grade: a reference that changed since the recorded grades must still reproduce
     every figure the lesson states (else one line, GraderError, and nothing moves; `--force` regrades anyway)."""
     from grader.result import sign
@@ -178,7 +178,7 @@ VARIANT_DRAWS = 2
 """Students' numbers a lesson with [variants] is also validated on (drawn for made-up ids)."""
 
 
-def _variants(lesson: lessons.Lesson, options: Options, workdir: str | Path | None) -> list[str]:
+def _variants(lesson: catalog.Lesson, options: Options, workdir: str | Path | None) -> list[str]:
     """On a few drawn variants too: the reference's answer cells earn full marks, the bare handout nothing."""
     problems = []
     answers = handout.answer_cells(lesson) if lesson.variants else {}

@@ -18,8 +18,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.judge import expectations
-from grader.lesson import handout, lessons, staff_code
-from grader.lesson.lessons import Case
+from grader.lesson import catalog, handout, staff_code
+from grader.lesson.catalog import Case
 from grader.run import wire
 
 LESSON = "dynamic-batching"
@@ -27,7 +27,7 @@ LESSON = "dynamic-batching"
 
 def given() -> dict:
     namespace: dict = {"__name__": "given_dynamic_batching"}
-    for cell in handout.scaffold(lessons.get(LESSON)).cells:
+    for cell in handout.scaffold(catalog.get(LESSON)).cells:
         if cell.cell_type == "code" and "given" in cell.metadata.get("tags", []) and cell["id"] not in (
                 "given-comparison", "given-hand-check"):
             exec(compile(cell.source, cell["id"], "exec"), namespace)
@@ -55,10 +55,10 @@ def main() -> None:
                           "retry_after": sorted({str(r["retry_after"]) for r in records if r["status"] == 503}),
                           "threads_left": sorted({t.name for t in threading.enumerate()} - threads),
                           "sockets_before": open_sockets, "sockets_after": sockets()}
-    policy = staff_code.reference(lessons.get(LESSON))["policy"]
+    policy = staff_code.reference(catalog.get(LESSON))["policy"]
     live = ns["replay"](ns["TRACE_OVERLOADED"], *policy)
     case = expectations.asked(Case(name="live", mode="value", args=tuple(wire.encode([list(policy), ns["TRACE_OVERLOADED"]]))))
-    check = staff_code.properties(lessons.get(LESSON))["live_records"]
+    check = staff_code.properties(catalog.get(LESSON))["live_records"]
     broken = [dict(r) for r in live]
     broken[5]["compute_end_ms"] = broken[5]["compute_start_ms"] - 1
     seen["replayed"] = {"problems": check(case, live), "broken_problems": check(case, broken),

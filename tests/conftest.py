@@ -19,7 +19,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from grader import grading
 from grader.base.limits import Limits
 from grader.intake import load
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 HERE = Path(__file__).parent
 SUBMISSIONS = HERE / "submissions"
@@ -41,7 +41,7 @@ def patched_solution(lesson_id: str, patch: Path | str) -> Any:
     Cells of the patch whose id starts `extra-` are added at the end, as a
     student's own extra cells.
     """
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     notebook = handout.solution_notebook(lesson)
     text = patch.read_text(encoding="utf-8") if isinstance(patch, Path) else patch
     patch_cells = [c for c in load.notebook_from_script(text).cells if c.cell_type == "code"]
@@ -96,7 +96,7 @@ class Graded:
         target = self.folder / lesson_id / "solution.ipynb"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            write(handout.solution_notebook(lessons.get(lesson_id)), target)
+            write(handout.solution_notebook(catalog.get(lesson_id)), target)
         return self.file(target, lesson_id)
 
 

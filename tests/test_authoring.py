@@ -103,19 +103,19 @@ def test_grader_new_writes_a_lesson_that_validates_and_validate_names_what_an_au
 
 
 def test_the_text_quotes_stated_figures_and_needs_are_derived_from_the_stub(tmp_path, monkeypatch):
-    from grader.lesson import handout, lessons
+    from grader.lesson import catalog, handout
 
     course = _course(tmp_path)
     for name, body in _guide_files():
         (course / name).parent.mkdir(parents=True, exist_ok=True)
         (course / name).write_text(body)
     monkeypatch.setenv("GRADER_COURSE", str(course))
-    lessons.forget()
+    catalog.forget()
     try:
-        lesson = lessons.get("kv-cache")
+        lesson = catalog.get("kv-cache")
         assert lesson.exercise("fits").needs == ("fits",)  # the guide's TOML gives none: from `fits = None`
         text = next(c.source for c in handout.scaffold(lesson).cells if c.get("id") == "ex-cache-bytes")
         assert "For 4096 tokens: 2147483648 bytes." in text and "{{" not in text
     finally:
         monkeypatch.delenv("GRADER_COURSE")
-        lessons.forget()
+        catalog.forget()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.base.errors import LessonError
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.result import variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,9 +24,9 @@ def course_copy(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "solutions" / LESSON, home / "solutions" / LESSON)
     (home / "course.toml").write_text('name = "copy"\ntimezone = "UTC"\n')
     monkeypatch.setenv("GRADER_COURSE", str(home))
-    lessons.forget()
+    catalog.forget()
     yield home
-    lessons.forget()
+    catalog.forget()
 
 
 def _quote(home: Path, text: str) -> None:
@@ -34,12 +34,12 @@ def _quote(home: Path, text: str) -> None:
     scaffold.write_text(scaffold.read_text().replace(
         "# `BURST_REQUESTS` = {{BURST_REQUESTS}} requests arrive together at t = 0 and each needs",
         f"# `BURST_REQUESTS` = {{{{BURST_REQUESTS}}}} requests arrive together at t = 0 ({text}) and each needs"))
-    lessons.forget()
+    catalog.forget()
 
 
 def test_a_quoted_figure_that_varies_follows_the_students_numbers(course_copy):
     _quote(course_copy, "they finish at {{figure:burst/0}}")
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     text = "\n".join(c.source for c in handout.scaffold(lesson).cells)
     assert "they finish at [2, 4, 6, 8]" in text  # the seed's numbers: the stated figure
     own = dict(variants.defaults(lesson), BURST_REQUESTS=5, BURST_SERVICE_MS=2.5)
@@ -58,14 +58,14 @@ def test_a_quoted_figure_that_varies_follows_the_students_numbers(course_copy):
 def test_a_placeholder_that_names_nothing_is_refused(course_copy, placeholder):
     _quote(course_copy, placeholder)
     with pytest.raises(LessonError, match=r"names nothing"):
-        handout.scaffold(lessons.get(LESSON))
+        handout.scaffold(catalog.get(LESSON))
 
 
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, old
     path.write_text(text.replace(old, new, 1))
-    lessons.forget()
+    catalog.forget()
 
 
 def test_an_exercise_id_renamed_in_one_place_only_is_named_where_it_loads(course_copy):
@@ -73,7 +73,7 @@ def test_an_exercise_id_renamed_in_one_place_only_is_named_where_it_loads(course
     _edit(toml, 'id = "batch-collection"', 'id = "collection"')
     _edit(toml, 'needs = ["collection_wait"]\n', "")
     with pytest.raises(LessonError, match=r"exercise 'collection' has no `needs` and no answer cell `answer-collection`"):
-        lessons.get(LESSON)
+        catalog.get(LESSON)
 
 
 def test_validate_speaks_to_the_author_about_variants_hidden_cases_and_properties(course_copy):
@@ -84,7 +84,7 @@ def test_validate_speaks_to_the_author_about_variants_hidden_cases_and_propertie
     _edit(solutions / "hidden.py", '        {"call": "plan_replicas", "args": [0.0, 200.0, 0.7], "raises": "ValueError"},',
           '        {"call": "plan_replicas", "args": [300.0, 200.0, 0.7], "expect": 8},\n'
           '        {"call": "plan_replicas", "args": [0.0, 200.0, 0.7], "raises": "ValueError"},')
-    said = validate.quick(lessons.get(LESSON))
+    said = validate.quick(catalog.get(LESSON))
     assert any("[variants] BURST_REQUESTS's first choice is 3, but the given cell 'given-variant' assigns 4" in s
                for s in said), said
     # by hand: ceil(300 / (0.7 * 200)) = ceil(2.14) = 3 replicas; the case states 8, and the message says so in
@@ -102,7 +102,7 @@ def test_a_check_that_raises_on_the_references_own_answer_is_the_lessons_fault(c
 
     _edit(course_copy / "lessons" / LESSON / "properties.py", '    batch = int(asked.args[0])\n',
           '    batch = int(asked.args[0])\n    1 / 0\n')
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     path = tmp_path / "reference.ipynb"
     nbformat.write(handout.solution_notebook(lesson), str(path))
     ref = grading.grade(path, LESSON, grading.Options(limits=FAST))
@@ -116,20 +116,20 @@ def test_a_stale_solution_notebook_says_what_changed(course_copy):
 
     _quote(course_copy, "they finish at {{figure:burst/0}}")
     new_lesson.build_solution(LESSON)
-    assert validate.authored.stale_solution(lessons.get(LESSON)) == []
+    assert validate.authored.stale_solution(catalog.get(LESSON)) == []
     _edit(course_copy / "lessons" / LESSON / "lesson.toml", "expect = [2, 4, 6, 8]", "expect = [2, 4, 6, 9]")
-    (said,) = validate.authored.stale_solution(lessons.get(LESSON))
+    (said,) = validate.authored.stale_solution(catalog.get(LESSON))
     assert "is stale: the figures lesson.toml states (quoted in the text) changed" in said and "answers.py" not in said
     _edit(course_copy / "solutions" / LESSON / "answers.py", "return int(np.sum(", "return int(0 + np.sum(")
-    (said,) = validate.authored.stale_solution(lessons.get(LESSON))
+    (said,) = validate.authored.stale_solution(catalog.get(LESSON))
     assert "answers.py and the figures lesson.toml states" in said
 
 
-@pytest.mark.parametrize("lesson_id", lessons.available())
+@pytest.mark.parametrize("lesson_id", catalog.available())
 def test_every_lesson_in_the_course_is_sound_without_a_kernel(lesson_id):
     from grader import validate
 
-    assert validate.quick(lessons.get(lesson_id)) == []
+    assert validate.quick(catalog.get(lesson_id)) == []
 
 
 @pytest.mark.kernel
@@ -146,10 +146,10 @@ def test_a_declared_mistake_the_hidden_cases_miss_under_some_seeds_is_named(tmp_
     hidden = home / "solutions" / "dynamic-batching" / "hidden.py"
     _edit(hidden, '    drawn["batcher-sim"].append(_last_batch_full(rng))', "")  # the case that targets it, gone
     try:
-        lesson = lessons.get("dynamic-batching")
+        lesson = catalog.get("dynamic-batching")
         found = {c.mistake.name: c for c in proof.prove(lesson, grading.Options(limits=FAST), tuple(range(7000, 7010)))}
     finally:
-        lessons.forget()
+        catalog.forget()
     missed = found["the last batch never full"]
     assert 0 < missed.caught < missed.seeds == 10
     assert missed.line() == (f"the mistake 'the last batch never full' passes batcher-sim under "

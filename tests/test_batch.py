@@ -19,7 +19,7 @@ from grader import cli, grading
 from grader.classroom import batch, certs
 from grader.classroom.cluster_guard import LOCAL_CLUSTER as GUARDED
 from grader.kernel import sandbox
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"
@@ -45,9 +45,9 @@ def _class(folder: Path, out: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if out is not None:
         (folder / "hal.py").write_text(VANDAL.format(targets=[str(out), str(folder)]))
-    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(catalog.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, submission(LESSON, "deadline-counts-equal-as-missed")), folder / "ben.ipynb")
-    write(handout.scaffold(lessons.get(LESSON)), folder / "cleo.ipynb")
+    write(handout.scaffold(catalog.get(LESSON)), folder / "cleo.ipynb")
     write(patched_solution(LESSON, SUBS / "infinite-loop-in-collection-cell.py"), folder / "dev.ipynb")
     (folder / "eli.ipynb").write_text('{"cells": [')
     (folder / "fay.docx").write_text("my answers are in the email")  # a student's file, not a notebook: rejected
@@ -106,7 +106,7 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_anything(tmp_path, s
     # With one job, Ctrl-C once reached only the grade in progress (filed as a grader failure) and the batch went on.
     folder = tmp_path / "in"
     folder.mkdir()
-    solution = handout.solution_notebook(lessons.get(LESSON))
+    solution = handout.solution_notebook(catalog.get(LESSON))
     for i in range(8):
         solution.cells[0].source = f"# student {i}\n" + solution.cells[0].source  # a distinct digest each
         write(solution, folder / f"s{i}.ipynb")
@@ -149,7 +149,7 @@ def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
     distributed = pytest.importorskip("distributed")
     folder = tmp_path / "in"
     folder.mkdir()
-    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(catalog.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, submission(LESSON, "queue-vectorised-shortcut")), folder / "ben.ipynb")
     (folder / "eli.ipynb").write_text("not json")
     options = grading.Options(limits=FAST, seed=77)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader import cli
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 LESSON = "inference-capacity"
 
@@ -63,7 +63,7 @@ def _reference_lines(lesson_id):
     Left out: blank lines, comments, short lines, and `def` lines, whose
     signatures the contract itself publishes to students.
     """
-    text = (lessons.get(lesson_id).solutions / "answers.py").read_text()
+    text = (catalog.get(lesson_id).solutions / "answers.py").read_text()
     lines = {line.strip() for line in text.splitlines()}
     return {line for line in lines if len(line) > 12 and not line.startswith(("#", "def "))}
 
@@ -81,8 +81,8 @@ def test_release_contains_no_line_of_the_reference(tmp_path, lesson_id):
 
 
 def test_committed_solution_notebook_is_up_to_date():
-    for lesson_id in lessons.available():
-        lesson = lessons.get(lesson_id)
+    for lesson_id in catalog.available():
+        lesson = catalog.get(lesson_id)
         committed = nbformat.read(str(lesson.solutions / "solution.ipynb"), as_version=4)
         built = handout.solution_notebook(lesson)
         assert [c.source for c in committed.cells] == [c.source for c in built.cells], (
@@ -100,7 +100,7 @@ def test_validate_proves_the_lesson_sound():
 
 @pytest.mark.kernel
 def test_check_feedback_names_expected_and_got(tmp_path):
-    notebook = handout.solution_notebook(lessons.get(LESSON))
+    notebook = handout.solution_notebook(catalog.get(LESSON))
     for cell in notebook.cells:
         if cell["id"] == "answer-batch-collection":
             cell.source = "collection_wait = (8 - np.arange(8)) * 2.0"

@@ -21,7 +21,7 @@ from grader import grading
 from grader.classroom import batch, certs
 from grader.classroom.cluster_guard import LOCAL_CLUSTER as GUARDED, MODULE as GUARD
 from grader.kernel import sandbox
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.result.record import INTERNAL_ERROR
 
 distributed = pytest.importorskip("distributed")
@@ -35,7 +35,7 @@ STUDENTS = [f"s{i}" for i in range(6)]
 def _class(folder):
     """Six reference notebooks, each with a cell that takes a second, so that tasks are in flight when a worker dies."""
     folder.mkdir()
-    notebook = handout.solution_notebook(lessons.get(LESSON))
+    notebook = handout.solution_notebook(catalog.get(LESSON))
     notebook.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)"))
     for student in STUDENTS:
         write(notebook, folder / f"{student}.ipynb")
@@ -119,7 +119,7 @@ def test_a_task_on_a_worker_without_a_template_still_grades(tmp_path):
     from grader.kernel import zygote
 
     notebook = tmp_path / "ada.ipynb"
-    write(handout.solution_notebook(lessons.get(LESSON)), notebook)
+    write(handout.solution_notebook(catalog.get(LESSON)), notebook)
     try:
         graded = cluster.grade_bytes("ada.ipynb", notebook.read_bytes(), LESSON,
                                      grading.Options(limits=FAST, seed=5, zygote=True, hash_seed=7), "ada")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.kernel import compile_cache
-from grader.lesson import lessons
+from grader.lesson import catalog
 
 LESSON = "inference-capacity"
 
@@ -19,11 +19,11 @@ LESSON = "inference-capacity"
 def tiny_lesson(tmp_path, monkeypatch):
     """The real lesson, with one small given cell and warm-up (a fill then takes about a second)."""
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))
-    real = lessons.get(LESSON)
+    real = catalog.get(LESSON)
     warmups = {"code": "double(jnp.ones(3)).block_until_ready()"}
     monkeypatch.setattr(compile_cache.handout, "given_cells_in_order",
                         lambda lesson_id: ["import jax, jax.numpy as jnp\ndouble = jax.jit(lambda x: x * 2)"])
-    monkeypatch.setattr(compile_cache.lessons, "get", lambda lesson_id: replace(real, compile_warmup=warmups["code"]))
+    monkeypatch.setattr(compile_cache.catalog, "get", lambda lesson_id: replace(real, compile_warmup=warmups["code"]))
     compile_cache.folder_for.cache_clear()
     yield warmups
     compile_cache.folder_for.cache_clear()
@@ -61,6 +61,6 @@ def test_the_folder_changes_with_the_warm_up_and_the_device(tiny_lesson):
 
 def test_a_lesson_without_warm_up_has_no_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path))
-    assert not lessons.get("inference-scaling").compile_warmup
+    assert not catalog.get("inference-scaling").compile_warmup
     assert compile_cache.ensure("inference-scaling", "cpu") == ""
     assert not (tmp_path / "compile").exists()

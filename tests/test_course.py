@@ -17,7 +17,7 @@ from conftest import FAST, full_marks, write
 
 from grader import cli, grading
 from grader.base.errors import GraderError, LessonError
-from grader.lesson import course, handout, lessons
+from grader.lesson import catalog, course, handout
 from grader.result import seeds, sign, variants
 
 LESSON = "inference-capacity"
@@ -59,7 +59,7 @@ def test_releasing_variants_in_one_course_leaves_the_others_grades_as_they_were(
     first, second = own_course("first"), own_course("second", use=False)
     _release(tmp_path, "handouts")
     _in(second, monkeypatch)
-    book = write(handout.solution_notebook(lessons.get(LESSON)), tmp_path / "1001.ipynb")  # the seed's numbers
+    book = write(handout.solution_notebook(catalog.get(LESSON)), tmp_path / "1001.ipynb")  # the seed's numbers
     result = grading.grade(book, LESSON, grading.Options(limits=FAST)).to_dict()
     assert full_marks(result), [(e["id"], e["status"]) for e in result["exercises"]]
     assert "numbers" not in result or not result["numbers"]
@@ -70,7 +70,7 @@ def test_a_per_student_handout_graded_where_the_course_does_not_vary_the_lesson_
                                                                                           own_course):
     own_course("first")
     handouts = _release(tmp_path, "handouts")
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     odd = next(p for p in sorted(handouts.glob("*.ipynb"))
                if variants.found_numbers(lesson, nbformat.read(p, as_version=4))[1] != variants.defaults(lesson))
     _in(own_course("second", use=False), monkeypatch)
@@ -172,12 +172,12 @@ def test_a_lesson_may_not_keep_a_due_date_or_a_late_policy(tmp_path, monkeypatch
     with (home / "lessons" / LESSON / "lesson.toml").open("a") as toml:
         toml.write("\n[late]\npercent_per_day = 10\n")
     _in(home, monkeypatch)
-    lessons.forget()
+    catalog.forget()
     try:
         with pytest.raises(LessonError, match=r"are the course's, not the lesson's: move \[late\] to course.toml"):
-            lessons.get(LESSON)
+            catalog.get(LESSON)
     finally:
-        lessons.forget()
+        catalog.forget()
 
 
 def test_the_course_is_found_from_the_working_directory_upwards(tmp_path, monkeypatch):
@@ -220,7 +220,7 @@ def test_a_changed_late_policy_or_extension_applies_on_the_next_plain_run_and_sa
     home = own_course("late")
     folder = tmp_path / "canvas"
     folder.mkdir()
-    book = handout.solution_notebook(lessons.get("inference-scaling"))
+    book = handout.solution_notebook(catalog.get("inference-scaling"))
     write(book, folder / "lovelaceada_1001_5551_lab.ipynb")
     write(book, folder / "hopperben_LATE_1002_5552_lab.ipynb")
     out = tmp_path / "out"

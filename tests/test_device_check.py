@@ -1,6 +1,6 @@
 """device_check: a device counts as working only when JAX computed on it, in a kernel started as a student's.
 
-The kernel is replaced here by what it printed (run.execute's outcome), so each rule is checked on its own;
+The kernel is replaced here by what it printed (execution.execute's outcome), so each rule is checked on its own;
 tests/test_devices.py runs the real check in a sandboxed kernel.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from grader.base.limits import Limits
 from grader.kernel.isolation import SandboxReport
-from grader.run import device_check, run
+from grader.run import device_check, execution
 from grader.run.cells import CellRun
 
 REPORT = SandboxReport("bwrap", {})
@@ -26,7 +26,7 @@ def _printing(found, calls):
         mark = json.loads(source[source.index("print(") + 6:source.index(" + __json")])
         out = nbformat.v4.new_output("stream", name="stdout", text=mark + json.dumps(found) + "\n")
         cell = nbformat.v4.new_code_cell(source, outputs=[out] if found is not None else [])
-        return run.Executed((CellRun(0, "c", "ok"),), {}, nbformat.v4.new_notebook(cells=[cell]), 1, (), 1.0)
+        return execution.Executed((CellRun(0, "c", "ok"),), {}, nbformat.v4.new_notebook(cells=[cell]), 1, (), 1.0)
     return execute
 
 
@@ -39,7 +39,7 @@ def _printing(found, calls):
 ])
 def test_each_rule(monkeypatch, device, found, works, why):
     monkeypatch.setattr(device_check, "_DONE", {})
-    monkeypatch.setattr(run, "execute", _printing(found, []))
+    monkeypatch.setattr(execution, "execute", _printing(found, []))
     checked = device_check.check(device, REPORT, Limits())
     assert (checked.works, checked.why) == (works, why)
     if works:
@@ -50,7 +50,7 @@ def test_each_rule(monkeypatch, device, found, works, why):
 def test_the_check_runs_once_per_device_and_gets_room_for_a_cold_start(monkeypatch):
     calls = []
     monkeypatch.setattr(device_check, "_DONE", {})
-    monkeypatch.setattr(run, "execute", _printing({"backend": "cuda", "kind": "k", "count": 2, "computed": True}, calls))
+    monkeypatch.setattr(execution, "execute", _printing({"backend": "cuda", "kind": "k", "count": 2, "computed": True}, calls))
     first = device_check.check("gpu", REPORT, Limits(cell_timeout=1))
     again = device_check.check("gpu", REPORT, Limits(cell_timeout=1))
     assert first is again and len(calls) == 1 and device_check.used(first) == "gpu"  # cuda counts as gpu
@@ -62,6 +62,6 @@ def test_a_kernel_that_does_not_start_is_the_answer_not_a_crash(monkeypatch):
         raise OSError("no bwrap")
 
     monkeypatch.setattr(device_check, "_DONE", {})
-    monkeypatch.setattr(run, "execute", broken)
+    monkeypatch.setattr(execution, "execute", broken)
     checked = device_check.check("gpu", REPORT, Limits())
     assert not checked.works and checked.why == "the kernel did not start (OSError: no bwrap)"

@@ -18,8 +18,8 @@ from conftest import FAST, SEED, write
 from grader import cli
 from grader.base.limits import Limits
 from grader.kernel import devices, sandbox
-from grader.lesson import handout, lessons
-from grader.run import run
+from grader.lesson import catalog, handout
+from grader.run import execution
 
 LESSON = "inference-capacity"
 pytestmark = [pytest.mark.kernel, pytest.mark.sandbox]
@@ -48,7 +48,7 @@ def run_cli(*args):
 
 @needs_bwrap
 def test_a_gpu_that_does_not_work_is_refused_in_one_line_or_fallen_back_from(stand_in_gpu, tmp_path):
-    solution = write(handout.solution_notebook(lessons.get(LESSON)), tmp_path / "reference.ipynb")
+    solution = write(handout.solution_notebook(catalog.get(LESSON)), tmp_path / "reference.ipynb")
     refused = run_cli("grade", solution, "--lesson", LESSON, "--device", "gpu", "--json", tmp_path / "refused.json")
     assert refused.exit_code == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.output
     assert "--device gpu does not work in a sandboxed kernel here" in refused.stderr
@@ -69,7 +69,7 @@ def test_a_gpu_that_does_not_work_is_refused_in_one_line_or_fallen_back_from(sta
 def test_a_gpu_batch_that_does_not_work_stops_before_any_grade(stand_in_gpu, tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
-    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(catalog.get(LESSON)), folder / "ada.ipynb")
     done = run_cli("batch", folder, "--lesson", LESSON, "--out", tmp_path / "out", "--device", "gpu")
     assert done.exit_code == 2 and "does not work in a sandboxed kernel" in done.stderr
     assert not (tmp_path / "out" / "results").exists() or not list((tmp_path / "out" / "results").iterdir())
@@ -118,7 +118,7 @@ def test_a_gpu_kernels_memory_bound_is_no_address_space_limit_and_every_other_la
     report = sandbox.plan(FAST)
     limits = replace(FAST, cell_timeout=60)
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROBE)])
-    done = run.execute(notebook, [], limits, lambda: sandbox.kernel_manager(report, limits,
+    done = execution.execute(notebook, [], limits, lambda: sandbox.kernel_manager(report, limits,
                                                                           sandbox.KernelStart(device=device)))
     printed = "".join(o.get("text", "") for o in done.notebook.cells[0].outputs if o.get("output_type") == "stream")
     facts = json.loads(printed.strip().splitlines()[-1])

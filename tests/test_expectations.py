@@ -6,13 +6,13 @@ import pytest
 
 from grader.judge import expectations
 from grader.judge.expectations import Pending, Refused, Unavailable, Value
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.lesson.cases import Accepts, Holds, Raises, Recompute
 from grader.run.decoded import Answer
 
 
 def case(**spec):
-    return lessons.case_from_spec(dict({"call": "f", "args": [2.0]}, **spec))
+    return catalog.case_from_spec(dict({"call": "f", "args": [2.0]}, **spec))
 
 
 def double(x):

@@ -7,7 +7,7 @@ import hashlib
 import nbformat
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from grader.judge.judge import ExerciseResult
+from grader.judge.verdict import ExerciseResult
 from grader.report import finish
 from grader.result import record, sign
 from grader.result.parts import Explanation, RunFacts

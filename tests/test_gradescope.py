@@ -21,7 +21,7 @@ from conftest import patched_solution, write
 
 from grader.base.limits import Limits
 from grader.classroom import gradescope
-from grader.kernel import kernel_command, sandbox
+from grader.kernel import launch, sandbox
 
 HERE = Path(__file__).parent
 LESSON = "inference-scaling"
@@ -123,7 +123,7 @@ def test_a_linked_submission_is_refused_not_followed(bundle, tmp_path):
 @root_only
 def test_with_bubblewrap_denied_and_nobody_unable_to_run_python_student_code_never_runs_as_root(
         bundle, tmp_path, denied_bwrap):
-    if sandbox._works(*kernel_command.setpriv_argv(), "prlimit", "--core=0", "--", sandbox.python(), "-c", "import ipykernel"):
+    if sandbox._works(*launch.setpriv_argv(), "prlimit", "--core=0", "--", sandbox.python(), "-c", "import ipykernel"):
         pytest.skip("nobody can run this Python installation here (see the container test below)")
     root = _layout(bundle, tmp_path / "autograder", HERE.parent / "samples" / LESSON / "ada.ipynb")
     path = f"{denied_bwrap}:{os.environ['PATH']}"

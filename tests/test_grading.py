@@ -6,7 +6,7 @@ import pytest
 from conftest import FAST, SEED, statuses, write
 
 from grader import grading
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 pytestmark = pytest.mark.kernel
 
@@ -40,7 +40,7 @@ def test_an_explicit_hash_seed_wins_and_is_recorded(make_notebook):
 
 
 def test_a_notebook_of_another_lesson_is_told_so(tmp_path):
-    notebook = handout.solution_notebook(lessons.get("inference-scaling"))
+    notebook = handout.solution_notebook(catalog.get("inference-scaling"))
     notebook.metadata.pop("grader", None)  # no metadata to go by: the names tell
     path = write(notebook, tmp_path / "mixed-up.ipynb")
     result = grading.grade(path, "inference-capacity", grading.Options(limits=FAST, seed=SEED)).to_dict()

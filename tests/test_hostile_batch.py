@@ -28,7 +28,7 @@ from conftest import TIGHT_CELL, patched_solution, statuses, submission, write
 
 from grader.base.limits import Limits
 from grader.kernel import sandbox
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 LESSON = "inference-capacity"
 HERE = Path(__file__).parent
@@ -49,7 +49,7 @@ def _fill(text: str, fills: dict[str, str]) -> str:
 
 
 def _honest(folder: Path) -> None:
-    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(catalog.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, submission(LESSON, "deadline-counts-equal-as-missed")), folder / "ben.ipynb")
 
 
@@ -106,7 +106,7 @@ def hostile_class(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out, folder = base / "out", base / "class"
     folder.mkdir()
     (out / "results").mkdir(parents=True)
-    fills = {"PORT": str(listener.getsockname()[1]), "ANSWERS": str((lessons.get(LESSON).solutions / "answers.py").resolve()),
+    fills = {"PORT": str(listener.getsockname()[1]), "ANSWERS": str((catalog.get(LESSON).solutions / "answers.py").resolve()),
              "HOME": os.path.expanduser("~"), "OUT": str(out), "GRADEBOOK": str(out / "gradebook.sqlite"),
              "MARK": mark, "HOLD": "15"}
     daemon_fills = dict(fills, MARK=sleep_mark)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.judge import expectations, judge, matching
+from grader.judge import expectations, matching, verdict
 from grader.judge.expectations import Pending, Value
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.lesson.cases import Holds, Raises
-from grader.lesson.lessons import Exercise
+from grader.lesson.catalog import Exercise
 from grader.run import decoded
 from grader.run.cells import CellRun
 from grader.run.decoded import Answer
@@ -19,7 +19,7 @@ from grader.run.probe import Probe
 def case(**kw):
     spec = {"call": "f", "args": [1.0]}
     spec.update(kw)
-    return lessons.case_from_spec(spec, hidden=kw.pop("hidden", False))
+    return catalog.case_from_spec(spec, hidden=kw.pop("hidden", False))
 
 
 def test_printed_decimals_rule():
@@ -75,7 +75,7 @@ def _exercise(*cases):
 def _judge(cases, results, cells=()):
     probe = Probe("ex", "ok", {"f": True}, tuple(map(Answer.from_wire, results)))
     expects = [expectations.expectation(c, {"f": lambda x: x * 2}) for c in cases]
-    return judge.judge(_exercise(*cases), list(cases), probe, expects, cells, None, {})
+    return verdict.judge(_exercise(*cases), list(cases), probe, expects, cells, None, {})
 
 
 def test_value_error_subclass_passes_and_other_types_fail():
@@ -89,7 +89,7 @@ def test_value_error_subclass_passes_and_other_types_fail():
 
 
 def test_exception_on_a_valid_input_is_error_and_hidden_answers_use_the_reference():
-    hidden = lessons.case_from_spec({"call": "f", "args": [3.0]}, hidden=True)
+    hidden = catalog.case_from_spec({"call": "f", "args": [3.0]}, hidden=True)
     assert _judge([hidden], [{"value": 6.0}]).status == "passed"            # reference: 2 * 3
     assert _judge([hidden], [{"value": 7.0}]).status == "failed"
     err = _judge([hidden], [{"raised": {"type": "KeyError", "value_error": False, "message": "k"}}])
@@ -100,13 +100,13 @@ def test_undefined_names_missing_error_timeout():
     ex = _exercise(case(expect=2.0))
     probe = Probe("ex", "ok", {"f": False}, (Answer.from_wire({"missing": "f"}),))
     nb = type("NB", (), {"cells": [type("C", (), {"source": "def f(x): ..."})()]})()
-    clean = judge.judge(ex, list(ex.cases), probe, [Value(2.0)], (CellRun(0, "c", "ok"),), nb, {})
+    clean = verdict.judge(ex, list(ex.cases), probe, [Value(2.0)], (CellRun(0, "c", "ok"),), nb, {})
     assert clean.status == "missing"
-    raised = judge.judge(ex, list(ex.cases), probe, [Value(2.0)],
+    raised = verdict.judge(ex, list(ex.cases), probe, [Value(2.0)],
                          (CellRun(0, "c", "error", "NameError", "name 'g' is not defined"),), nb, {})
     assert raised.status == "error" and "NameError" in raised.messages[0]
     assert 'the cell starting "def f(x): ..."' in raised.messages[0]  # as the student sees it, not a grader index
-    hung = judge.judge(ex, list(ex.cases), probe, [Value(2.0)], (CellRun(0, "c", "timeout"),), nb, {})
+    hung = verdict.judge(ex, list(ex.cases), probe, [Value(2.0)], (CellRun(0, "c", "timeout"),), nb, {})
     assert hung.status == "timeout"
 
 
@@ -114,7 +114,7 @@ def test_undefined_names_missing_error_timeout():
                                               ("skipped", "timeout")])
 def test_probe_failures_map_to_statuses(status, expected):
     ex = _exercise(case(expect=2.0))
-    result = judge.judge(ex, list(ex.cases), Probe("ex", status, detail="why"), [Value(2.0)], (), None, {})
+    result = verdict.judge(ex, list(ex.cases), Probe("ex", status, detail="why"), [Value(2.0)], (), None, {})
     assert result.status == expected and result.score == 0.0
 
 
@@ -127,7 +127,7 @@ def test_plain_keeps_dicts_and_array_kinds():
 def test_a_number_no_float_holds_is_that_exercises_failure_not_a_crash():
     ex = _exercise(case(expect=5.95))
     probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 10**400}),))
-    result = judge.judge(ex, list(ex.cases), probe, [Value(5.95)], (), None, {})
+    result = verdict.judge(ex, list(ex.cases), probe, [Value(5.95)], (), None, {})
     assert result.status == "failed" and "expected 5.95" in result.messages[0]
     assert "too large for a float" in result.messages[0]
     assert matching.compare([10**400, 1.0], [1.0, 1.0], case()) is not None
@@ -141,7 +141,7 @@ def test_a_consistency_check_that_breaks_on_student_data_is_an_error_of_that_exe
         return [] if float(value) > 0 else ["not positive"]  # float(10**400) raises OverflowError
 
     probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 10**400}),))
-    result = judge.judge(ex, list(ex.cases), probe, [Holds("fragile")], (), None, {"fragile": fragile})
+    result = verdict.judge(ex, list(ex.cases), probe, [Holds("fragile")], (), None, {"fragile": fragile})
     assert result.status == "error" and result.score == 0.0
     assert "`ex`" in result.messages[0] and "OverflowError" in result.messages[0]
 
@@ -155,7 +155,7 @@ def test_a_consistency_check_is_given_decoded_inputs_and_needs_nothing_of_the_gr
 
     ex = _exercise(case(args=[{"array": [1.5, 2.5]}], kwargs={"scale": 2}, property="positive_sum"))
     probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 8.0}),))
-    result = judge.judge(ex, list(ex.cases), probe, [Holds("positive_sum")], (), None, {"positive_sum": positive_sum})
+    result = verdict.judge(ex, list(ex.cases), probe, [Holds("positive_sum")], (), None, {"positive_sum": positive_sum})
     assert result.status == "passed"  # 2 * (1.5 + 2.5)
     assert isinstance(seen[0].args[0], np.ndarray) and seen[0].args[0].tolist() == [1.5, 2.5]
     assert (seen[0].name, seen[0].mode, seen[0].kwargs, seen[0].hidden) == ("f", "call", {"scale": 2}, False)
@@ -167,11 +167,11 @@ def test_a_lesson_naming_an_unknown_check_is_still_the_lessons_fault():
     ex = _exercise(case(property="nowhere"))
     probe = Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 1.0}),))
     with pytest.raises(LessonError, match="nowhere"):
-        judge.judge(ex, list(ex.cases), probe, [Holds("nowhere")], (), None, {})
+        verdict.judge(ex, list(ex.cases), probe, [Holds("nowhere")], (), None, {})
 
 
 def test_the_same_problem_on_many_cases_is_said_once_with_a_count():
-    cases = [lessons.case_from_spec({"call": "f", "args": [float(i)]}, hidden=i > 0) for i in range(8)]
+    cases = [catalog.case_from_spec({"call": "f", "args": [float(i)]}, hidden=i > 0) for i in range(8)]
     unfinished = {"raised": {"type": "NotImplementedError", "value_error": False, "message": ""}}
     result = _judge(cases, [unfinished] * 7 + [{"value": 1.0}])
     assert result.status == "error"
@@ -188,7 +188,7 @@ def test_ipykernels_file_names_read_as_the_cell():
 
 
 def test_a_mismatch_in_returned_arrays_names_the_value_and_the_position():
-    c = lessons.case_from_spec({"call": "f", "args": [{"array": [0.0, 1.0, 4.0]}, 2.0],
+    c = catalog.case_from_spec({"call": "f", "args": [{"array": [0.0, 1.0, 4.0]}, 2.0],
                                 "columns": ["arrival (ms)", "start (ms)", "finish (ms)", "response (ms)"]})
     got = [np.array([0.0, 2.0, 4.0]), np.array([2.0, 4.0, 7.0]), np.array([2.0, 3.0, 2.0])]
     mismatch = matching.compare(got, [[0, 2, 4], [2, 4, 6], [2, 3, 2]], c)
@@ -197,7 +197,7 @@ def test_a_mismatch_in_returned_arrays_names_the_value_and_the_position():
 
 
 def test_a_hidden_input_is_shown_in_a_form_that_pastes():
-    c = lessons.case_from_spec({"call": "f", "args": [{"array": [0.0, 0.5] * 20 + [float("nan")]}, 1.5]}, hidden=True)
+    c = catalog.case_from_spec({"call": "f", "args": [{"array": [0.0, 0.5] * 20 + [float("nan")]}, 1.5]}, hidden=True)
     label = c.label().strip("`")
     np_namespace = {"np": np, "f": lambda a, s: (a, s)}
     rebuilt, service = eval(label, np_namespace)
@@ -205,7 +205,7 @@ def test_a_hidden_input_is_shown_in_a_form_that_pastes():
 
 
 def test_a_case_on_the_students_own_values_is_judged_on_exactly_those():
-    own = lessons.case_from_spec({"call": "f", "args": [{"kernel": "x"}]}, hidden=True)
+    own = catalog.case_from_spec({"call": "f", "args": [{"kernel": "x"}]}, hidden=True)
     assert expectations.expectation(own, {"f": lambda x: x * 2}) == Pending(("x",))
     reference = {"f": lambda x: x * 2 if x >= 0 else (_ for _ in ()).throw(ValueError("negative"))}
     # the reference is asked on the echoed value (3 -> 6), and the label keeps the student's name for it
@@ -215,17 +215,17 @@ def test_a_case_on_the_students_own_values_is_judged_on_exactly_those():
     assert expectations.resolved(own, Answer.from_wire({"args": [-1.0], "value": 0.0}), Pending(("x",)), reference)[1] == Raises("ValueError")
     # an answer that does not say what it was asked on cannot pass
     case, expect = expectations.resolved(own, Answer.from_wire({"value": 6.0}), Pending(("x",)), reference)
-    verdict = judge.judge(_exercise(case), [case], Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 6.0}),)), [expect], (), None, {})
-    assert verdict.status == "failed" and "without the values" in verdict.messages[0]
+    judged = verdict.judge(_exercise(case), [case], Probe("ex", "ok", {"f": True}, (Answer.from_wire({"value": 6.0}),)), [expect], (), None, {})
+    assert judged.status == "failed" and "without the values" in judged.messages[0]
 
 
 def _fit_exercise():
     """An exercise whose `predicted` is computed from the student's own `live` records (by hand: mean * 2),
     which the reference refuses with ValueError when they hold fewer than two values."""
-    predicted = lessons.case_from_spec({"value": "predicted", "reference": "predict", "args": [{"kernel": "live"}]},
+    predicted = catalog.case_from_spec({"value": "predicted", "reference": "predict", "args": [{"kernel": "live"}]},
                                        hidden=True)
     ex = Exercise("fit", "fit", "simulated", 1.0, ("fit", "predicted", "live"),
-                  (lessons.case_from_spec({"call": "fit", "args": [[1.0, 3.0]]}),))
+                  (catalog.case_from_spec({"call": "fit", "args": [[1.0, 3.0]]}),))
 
     def fit(values):
         if len(set(values)) < 2:
@@ -243,7 +243,7 @@ def _judge_fit(live, predicted_result, cell):
     expects = [expectations.expectation(c, reference) for c in cases]
     pairs = [expectations.resolved(c, r, e, reference) for c, r, e in zip(cases, results, expects)]
     probe = Probe("fit", "ok", {"fit": True, "predicted": "missing" not in predicted_result, "live": True}, results)
-    return judge.judge(ex, [c for c, _ in pairs], probe, [e for _, e in pairs], (cell,), nb, {})
+    return verdict.judge(ex, [c for c, _ in pairs], probe, [e for _, e in pairs], (cell,), nb, {})
 
 
 def test_a_value_no_one_can_compute_from_the_students_own_data_is_not_held_against_them():
@@ -270,11 +270,11 @@ def test_a_value_no_one_can_compute_from_the_students_own_data_is_not_held_again
 
 def test_one_bug_on_many_inputs_is_said_once_whatever_numbers_each_shows_and_one_case_is_the_case():
     shown = "your answer for the first of 3 returned values (start (ms)), at index [{i}] ({v} in [{a}]) differs"
-    verdicts = [judge.CaseVerdict(f"`q({n})`", True, "failed",
+    verdicts = [verdict.CaseVerdict(f"`q({n})`", True, "failed",
                                   f"hidden case `q({n})`: " + shown.format(i=n, v=n * 1.5, a=f"0.0, {n * 1.5}"))
                 for n in (1, 2, 4)]
-    verdicts.append(judge.CaseVerdict("`q(9)`", True, "failed", "hidden case `q(9)`: raised ValueError: no"))
-    lines = judge.grouped(verdicts)
+    verdicts.append(verdict.CaseVerdict("`q(9)`", True, "failed", "hidden case `q(9)`: raised ValueError: no"))
+    lines = verdict.grouped(verdicts)
     assert lines[0].startswith("3 cases, e.g. hidden case `q(1)`: your answer for the first of 3 returned values")
     assert lines[1] == "hidden case `q(9)`: raised ValueError: no" and len(lines) == 2
-    assert judge._passed_line([case()], {}) == "the case passed"
+    assert verdict._passed_line([case()], {}) == "the case passed"

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +38,7 @@ def lab(tmp_path):
     pytest.importorskip("jupyterlab")
     if shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     book = handout.solution_notebook(lesson)
     answers = handout.answer_cells(lesson)
     stub = next(c for c in handout.scaffold(lesson).cells if c.get("id") == "answer-crossover")

@@ -1,8 +1,8 @@
-"""kernel_messages.py: a kernel's protocol message is checked before anything reads it."""
+"""protocol.py: a kernel's protocol message is checked before anything reads it."""
 
 from __future__ import annotations
 
-from grader.kernel import kernel_messages
+from grader.kernel import protocol
 
 
 def _msg(msg_type="stream", content=None, **parts):
@@ -13,23 +13,23 @@ def _msg(msg_type="stream", content=None, **parts):
 
 
 def test_a_sound_message_has_no_problem():
-    assert kernel_messages.problem(_msg()) == ""
-    assert kernel_messages.problem(_msg("comm_open", {"anything": object()})) == ""  # unread types: envelope only
+    assert protocol.problem(_msg()) == ""
+    assert protocol.problem(_msg("comm_open", {"anything": object()})) == ""  # unread types: envelope only
 
 
 def test_each_garbled_part_is_named():
-    assert kernel_messages.problem("text") == "a message that is a str, not an object"
-    assert kernel_messages.problem(_msg(header=[])) == "a message whose header is a list, not an object"
-    assert kernel_messages.problem(_msg(header={"msg_id": 1, "msg_type": "stream"})) == \
+    assert protocol.problem("text") == "a message that is a str, not an object"
+    assert protocol.problem(_msg(header=[])) == "a message whose header is a list, not an object"
+    assert protocol.problem(_msg(header={"msg_id": 1, "msg_type": "stream"})) == \
         "a message whose header field 'msg_id' is a int, not a string"
-    assert kernel_messages.problem(_msg(content={"name": "stdout", "text": 5})) == "a 'stream' message whose 'text' is a int"
-    assert "traceback holds something other than text" in kernel_messages.problem(
+    assert protocol.problem(_msg(content={"name": "stdout", "text": 5})) == "a 'stream' message whose 'text' is a int"
+    assert "traceback holds something other than text" in protocol.problem(
         _msg("error", {"ename": "E", "evalue": "v", "traceback": [1]}))
-    assert "data is not text by MIME type" in kernel_messages.problem(
+    assert "data is not text by MIME type" in protocol.problem(
         _msg("display_data", {"data": {"text/plain": 3}, "metadata": {}}))
 
 
 def test_a_bool_is_not_a_count():
     content = {"data": {}, "metadata": {}, "execution_count": True}
-    assert kernel_messages.problem(_msg("execute_result", content)) == \
+    assert protocol.problem(_msg("execute_result", content)) == \
         "a 'execute_result' message whose 'execution_count' is a bool"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import SEED, statuses
 
-from grader.lesson import lessons, staff_code
+from grader.lesson import catalog, staff_code
 
 LESSON = "dynamic-batching"
 ALL = ["batcher-sim", "policy-choice", "live-replay", "service-fit"]
@@ -25,7 +25,7 @@ ALL = ["batcher-sim", "policy-choice", "live-replay", "service-fit"]
 
 @pytest.fixture(scope="module")
 def ref():
-    return staff_code.reference(lessons.get(LESSON))
+    return staff_code.reference(catalog.get(LESSON))
 
 
 HAND_WORKED = {
@@ -54,7 +54,7 @@ def test_batching_rule_on_hand_worked_traces(ref, name):
 
 
 def test_max_batch_one_is_the_fcfs_queue_of_inference_capacity(ref):
-    fcfs = staff_code.reference(lessons.get("inference-capacity"))["simulate_queue"]
+    fcfs = staff_code.reference(catalog.get("inference-capacity"))["simulate_queue"]
     rng = np.random.default_rng(SEED)
     for _ in range(20):
         arrivals = np.cumsum(rng.choice([0.0, 0.25, 1.0, 3.0, 20.0], size=40))
@@ -210,7 +210,7 @@ def _choose(ref, order):
 def test_every_draw_of_hidden_policy_cases_catches_each_wrong_tie_rule(ref, rule, order):
     wrong = _choose(ref, order)
     for seed in range(40):  # whatever seed a student's grade draws
-        cases = [c for c in staff_code.hidden_cases(lessons.get(LESSON), seed)["policy-choice"] if c.name == "choose_policy"]
+        cases = [c for c in staff_code.hidden_cases(catalog.get(LESSON), seed)["policy-choice"] if c.name == "choose_policy"]
         args = [[a["__array__"] if isinstance(a, dict) else a for a in c.args] for c in cases]
         assert any(wrong(*a) != ref["choose_policy"](*a) for a in args), (rule, seed)
 

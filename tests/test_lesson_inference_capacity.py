@@ -13,7 +13,7 @@ import pytest
 from conftest import FAST, SEED, patched_solution, statuses, submission, write
 
 from grader import grading
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"
@@ -118,14 +118,14 @@ def _fake_outputs(notebook, text):
 
 
 def test_faked_stored_outputs_change_nothing(graded, tmp_path):
-    fake = _fake_outputs(handout.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
+    fake = _fake_outputs(handout.scaffold(catalog.get(LESSON)), "PASS: all checks passed, score 9/9\n")
     result = graded.file(write(fake, tmp_path / "faked.ipynb"), LESSON)
     assert result["score"] == 0.0
     assert any("score 9/9" in o["text"] for o in result["as_submitted"])
 
 
 def test_stale_outputs_on_a_correct_notebook_change_nothing(graded, tmp_path):
-    stale = _fake_outputs(handout.solution_notebook(lessons.get(LESSON)), "Traceback: NameError\n")
+    stale = _fake_outputs(handout.solution_notebook(catalog.get(LESSON)), "Traceback: NameError\n")
     result = graded.file(write(stale, tmp_path / "stale.ipynb"), LESSON)
     assert result["score"] == 9.0
 
@@ -134,19 +134,19 @@ def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_d
     from grader.report import render, render_text
     from grader.result import gradebook
 
-    fake = _fake_outputs(handout.scaffold(lessons.get(LESSON)), "PASS: all checks passed, score 9/9\n")
+    fake = _fake_outputs(handout.scaffold(catalog.get(LESSON)), "PASS: all checks passed, score 9/9\n")
     result = graded.file(write(fake, tmp_path / "doctored.ipynb"), LESSON)
     assert result["stored_outputs"] > 0 and result["as_submitted"]
     assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render_text.result_text(result)
     assert "differ from the fresh run" in render.report_html(result).split("<h2>Exercises</h2>")[0]
-    dashboard = render.dashboard_html([gradebook.summary(result)], lessons.get(LESSON))
+    dashboard = render.dashboard_html([gradebook.summary(result)], catalog.get(LESSON))
     assert "Stored outputs that differ from the fresh run" in dashboard and "doctored" in dashboard
     clean = graded.solution(LESSON)  # written by the grader, never run: no stored outputs at all
     assert clean["stored_outputs"] == 0 and "submitted without stored outputs" in render.report_html(clean)
 
 
 def test_an_unchanged_prompt_is_not_shown_as_the_students_words(graded, tmp_path):
-    notebook = handout.solution_notebook(lessons.get(LESSON))
+    notebook = handout.solution_notebook(catalog.get(LESSON))
     for cell in notebook.cells:
         if "prediction" in cell.metadata.get("tags", []):
             cell.source = "I predict the queue grows once arrivals outpace the service time."
@@ -173,7 +173,7 @@ def _as_script(notebook, markers):
 
 @pytest.mark.parametrize("markers", [True, False], ids=["percent-cells", "plain-script"])
 def test_the_same_code_as_a_py_file_scores_the_same(graded, tmp_path, markers):
-    notebook = handout.solution_notebook(lessons.get(LESSON))
+    notebook = handout.solution_notebook(catalog.get(LESSON))
     script = tmp_path / f"solution-{'cells' if markers else 'plain'}.py"
     script.write_text(_as_script(notebook, markers), encoding="utf-8")
     result = graded.file(script, LESSON)

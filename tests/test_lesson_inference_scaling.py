@@ -13,7 +13,7 @@ import pytest
 from conftest import statuses
 
 from grader.base.errors import LessonError
-from grader.lesson import handout, lessons, staff_code
+from grader.lesson import catalog, handout, staff_code
 
 LESSON = "inference-scaling"
 ALL = ["batch-sweep", "crossover", "cache-product"]
@@ -46,7 +46,7 @@ def near(x, printed, decimals):
 
 @pytest.fixture(scope="module")
 def ref():
-    return staff_code.reference(lessons.get(LESSON))
+    return staff_code.reference(catalog.get(LESSON))
 
 
 @pytest.mark.parametrize("size", sorted(SEED_SWEEP))
@@ -154,7 +154,7 @@ def _code_index(notebook, cell_id):
 
 
 def test_warm_cells_stand_for_an_unchanged_leading_prefix_only():
-    lesson = lessons.get("inference-scaling")
+    lesson = catalog.get("inference-scaling")
     solution = handout.solution_notebook(lesson)
     leading = [i for i, c in enumerate(solution.cells) if c.cell_type == "code"][:3]
     assert handout.warm_prefix(lesson, solution) == frozenset(leading)
@@ -172,7 +172,7 @@ def test_warm_cells_stand_for_an_unchanged_leading_prefix_only():
 
 
 def test_warm_cells_must_be_the_leading_silent_given_cells(monkeypatch):
-    lesson = lessons.get("inference-scaling")
+    lesson = catalog.get("inference-scaling")
 
     def check(cells, scaffold=None):
         if scaffold is not None:

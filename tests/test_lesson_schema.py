@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.base.errors import LessonError
-from grader.lesson import lesson_schema, lessons
+from grader.lesson import catalog, lesson_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +21,7 @@ def _spec(lesson_id: str) -> dict:
     return tomllib.loads((ROOT / "lessons" / lesson_id / "lesson.toml").read_text())
 
 
-@pytest.mark.parametrize("lesson_id", lessons.available())
+@pytest.mark.parametrize("lesson_id", catalog.available())
 def test_every_shipped_lesson_fits_the_schema(lesson_id):
     assert lesson_schema.problem(_spec(lesson_id)) is None
 
@@ -86,9 +86,9 @@ def test_a_hidden_generators_case_is_held_to_one_check_too():
     from grader.lesson.cases import Holds, Raises
 
     with pytest.raises(LessonError, match="declares one check, not raises and property"):
-        lessons.case_from_spec({"call": "f", "raises": "ValueError", "property": "shape"}, hidden=True)
-    assert lessons.case_from_spec({"call": "f", "raises": "ValueError", "accepts": False}).check == Raises("ValueError")
-    assert lessons.case_from_spec({"call": "f", "property": "shape", "expect_none": False}).check == Holds("shape")
+        catalog.case_from_spec({"call": "f", "raises": "ValueError", "property": "shape"}, hidden=True)
+    assert catalog.case_from_spec({"call": "f", "raises": "ValueError", "accepts": False}).check == Raises("ValueError")
+    assert catalog.case_from_spec({"call": "f", "property": "shape", "expect_none": False}).check == Holds("shape")
 
 
 def test_timings_need_their_field_names():
@@ -103,12 +103,12 @@ def test_loading_a_broken_course_says_file_and_key(tmp_path, monkeypatch):
     toml = course / "lessons" / "inference-scaling" / "lesson.toml"
     toml.write_text(toml.read_text().replace("points = 1", "pointz = 1", 1))
     monkeypatch.setenv("GRADER_COURSE", str(course))
-    lessons.forget()
+    catalog.forget()
     try:
         with pytest.raises(LessonError) as caught:
-            lessons.get("inference-scaling")
+            catalog.get("inference-scaling")
     finally:
-        lessons.forget()
+        catalog.forget()
     assert str(caught.value).startswith(f"{toml}: exercises[0] (batch-sweep).pointz: unknown key")
     result = subprocess.run([sys.executable, "-m", "grader", "validate", "inference-scaling"], capture_output=True,
                             text=True, env={"GRADER_COURSE": str(course), "PATH": "/usr/bin:/bin"}, timeout=120)

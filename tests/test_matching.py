@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from grader.judge import matching
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.run.decoded import Opaque
 
 
 def case(**kw):
-    return lessons.case_from_spec(dict({"call": "f", "args": [1.0]}, **kw))
+    return catalog.case_from_spec(dict({"call": "f", "args": [1.0]}, **kw))
 
 
 def test_several_returned_values_name_the_one_that_differs():

@@ -10,8 +10,8 @@ import pytest
 from test_render import CHROME_FLAGS, CHROMIUM
 
 from grader.judge import mistakes
-from grader.judge.judge import CaseVerdict, ExerciseResult
-from grader.lesson import lessons
+from grader.judge.verdict import CaseVerdict, ExerciseResult
+from grader.lesson import catalog
 from grader.report import render
 from grader.result import gradebook
 from grader.result.record import GradeResult
@@ -64,7 +64,7 @@ def test_an_exercise_not_judged_case_by_case_is_one_mistake_and_a_summary_keeps_
 def test_the_dashboard_shows_each_group_with_its_students():
     rows = [_result(s, _queue(_case("`simulate(a, 2.0)`", "failed", f"expected 4.0, got {v}")))
             for s, v in (("ada", 3.5), ("ben<b>", 3.0))]
-    html = render.dashboard_html([gradebook.summary(r) for r in rows], lessons.get("inference-capacity"))
+    html = render.dashboard_html([gradebook.summary(r) for r in rows], catalog.get("inference-capacity"))
     section = html[html.index('id="mistakes"'):]
     assert "expected 4.0, got 3.5" in section and "ben&lt;b&gt;" in section and "ben<b>" not in html
     assert re.search(r"<td>2</td><td><span class=\"failed\">failed</span></td>", section)
@@ -77,7 +77,7 @@ def test_the_grouped_mistakes_render_in_chromium(tmp_path):
     rows = [_result(s, _queue(_case("`simulate(a, 2.0)`", "failed", f"expected 4.0, got {v}")))
             for s, v in (("ada", 3.5), ("ben", 3.0))]
     page = tmp_path / "index.html"
-    page.write_text(render.dashboard_html([gradebook.summary(r) for r in rows], lessons.get("inference-capacity")))
+    page.write_text(render.dashboard_html([gradebook.summary(r) for r in rows], catalog.get("inference-capacity")))
     done = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
                            page.as_uri()], capture_output=True, text=True, timeout=120)
     dom = done.stdout

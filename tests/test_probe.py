@@ -9,15 +9,15 @@ import os
 import subprocess
 import sys
 
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.run import probe, sections as protocol, wire
 from grader.run.cells import ProbeOutcome
 from grader.run.decoded import Answer
 
 
 def _plan():
-    cases = (lessons.case_from_spec({"call": "f", "args": [{"array": [1.0, float("nan")]}, float("inf")]}),
-             lessons.case_from_spec({"value": "x"}))
+    cases = (catalog.case_from_spec({"call": "f", "args": [{"array": [1.0, float("nan")]}, float("inf")]}),
+             catalog.case_from_spec({"value": "x"}))
     return probe.ExercisePlan("ex", ("f", "x"), cases)
 
 
@@ -140,8 +140,8 @@ def test_each_exercise_has_its_own_time_limit_and_the_next_one_still_runs():
         while True:
             time.sleep(0.05)
 
-    first = probe.ExercisePlan("slow", ("f",), (lessons.case_from_spec({"call": "f", "args": [1]}),))
-    second = probe.ExercisePlan("quick", ("g",), (lessons.case_from_spec({"call": "g", "args": [2]}),))
+    first = probe.ExercisePlan("slow", ("f",), (catalog.case_from_spec({"call": "f", "args": [1]}),))
+    second = probe.ExercisePlan("quick", ("g",), (catalog.case_from_spec({"call": "g", "args": [2]}),))
     began = time.monotonic()
     text = _run_sections({"f": slow, "g": lambda v: v * 21}, [first, second], 0.3)
     assert time.monotonic() - began < 5
@@ -162,7 +162,7 @@ def test_the_journal_names_the_section_a_dying_kernel_was_in_when_its_stdout_was
     # os._exit in the second section; the first one's answer and the second's start never reach stdout, as when a
     # dying kernel's IOPub thread had not sent them yet. The journal, written with write(2), still has them.
     journal = tmp_path / protocol.JOURNAL
-    plans = [probe.ExercisePlan(key, (name,), (lessons.case_from_spec({"call": name, "args": [1]}),))
+    plans = [probe.ExercisePlan(key, (name,), (catalog.case_from_spec({"call": name, "args": [1]}),))
              for key, name in (("a", "f"), ("b", "g"), ("c", "h"))]
     source = probe.cell_source(plans, "@@n@@", 5, str(journal)).replace("globals()", "user")
     program = ("import io, os, sys\n"
@@ -201,8 +201,8 @@ def test_a_journal_replaced_by_a_fifo_or_a_link_is_not_read(tmp_path):
 
 def test_a_missing_value_still_reports_the_students_own_values_it_is_computed_from():
     # `predicted` is computed from the student's `live`; the judge needs `live` even when `predicted` is undefined
-    own = lessons.case_from_spec({"value": "predicted", "reference": "predict", "args": [{"kernel": "live"}, 3]})
-    absent_input = lessons.case_from_spec({"value": "predicted", "args": [{"kernel": "nowhere"}]})
+    own = catalog.case_from_spec({"value": "predicted", "reference": "predict", "args": [{"kernel": "live"}, 3]})
+    absent_input = catalog.case_from_spec({"value": "predicted", "args": [{"kernel": "nowhere"}]})
     plan = probe.ExercisePlan("fit", ("predicted", "live"), (own, absent_input))
     found = probe.collect(plan, ProbeOutcome("ok", _run_sections({"live": [1.0, 2.0]}, [plan], 5)), "@@n@@", 10**6)
     assert found.status == "ok" and found.defined == {"predicted": False, "live": True}

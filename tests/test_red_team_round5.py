@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from grader import cli
 from grader.base import escape, files
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.result import variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,7 +179,7 @@ def test_the_review_page_sets_no_cookie_and_a_cookie_opens_nothing(tmp_path):
 # 5. (low) a decoy variant cell placed first does not take the owner's numbers
 
 def test_a_decoy_cell_before_the_given_variant_cell_is_not_taken_for_it():
-    lesson = lessons.get("dynamic-batching")
+    lesson = catalog.get("dynamic-batching")
     book = handout.scaffold(lesson, {"P99_SLO_MS": 8.0})  # another handout's numbers in the given cell
     given = next(i for i, c in enumerate(book.cells) if c.get("id") == lesson.variant_cell)
     book.cells.insert(0, nbformat.v4.new_code_cell("P99_SLO_MS = 12.0  # a decoy"))

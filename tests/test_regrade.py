@@ -17,7 +17,7 @@ from conftest import patched_solution, write
 from test_render import CHROME_FLAGS, CHROMIUM
 
 from grader.base.options import Options
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.result import gradebook, regrade
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,10 +116,10 @@ def test_a_regrade_after_changing_hidden_cases_names_exactly_the_students_it_mov
         shutil.copytree(ROOT / name, course / name)
     folder = tmp_path / "class"
     folder.mkdir()
-    write(handout.solution_notebook(lessons.get(LESSON)), folder / "ada.ipynb")
+    write(handout.solution_notebook(catalog.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, SUBS / "invalid-accepts-nan-service.py"), folder / "ben.ipynb")  # passes public
     write(patched_solution(LESSON, SUBS / "collection-off-by-one.py"), folder / "cy.ipynb")
-    write(handout.scaffold(lessons.get(LESSON)), folder / "dee.ipynb")
+    write(handout.scaffold(catalog.get(LESSON)), folder / "dee.ipynb")
     out = tmp_path / "graded"
     _batch(course, folder, out)
     with open(out / "grades.csv", newline="") as handle:

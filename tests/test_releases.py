@@ -11,7 +11,7 @@ from conftest import FAST, SEED, full_marks, write
 
 from grader import grading
 from grader.intake import load
-from grader.lesson import handout, lessons, releases
+from grader.lesson import catalog, handout, releases
 
 LESSON = "dynamic-batching"
 V1 = Path(__file__).parent / "submissions" / "releases" / "dynamic-batching-v1-given.py"
@@ -24,7 +24,7 @@ WARM_LINE = "        self.worker.submit(warm_shapes).result()"
 def _release_1(notebook, metadata: bool):
     """The notebook as release 1 handed it out: its given cells as they were then, with or without metadata."""
     old = {cell.get("id"): cell.source for cell in load.notebook_from_script(V1.read_text()).cells}
-    server = handout.given_by_id(lessons.get(LESSON))["given-server"].splitlines()
+    server = handout.given_by_id(catalog.get(LESSON))["given-server"].splitlines()
     old["given-server"] = "\n".join(line for line in server if not line.startswith(WARM_LINE))
     assert len(old["given-server"].splitlines()) == len(server) - 1
     notebook = copy.deepcopy(notebook)
@@ -39,7 +39,7 @@ def _release_1(notebook, metadata: bool):
 
 
 def test_earlier_given_cells_are_recognised_by_text_alone_and_replaced():
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     old = _release_1(handout.scaffold(lesson), metadata=False)
     assert "poisson_trace(12, 400, 2.25)" in "".join(c.source for c in old.cells)
     for cell in old.cells:  # ids and tags are the student's: recognition must not need them
@@ -58,7 +58,7 @@ def test_earlier_given_cells_are_recognised_by_text_alone_and_replaced():
 
 @pytest.mark.kernel
 def test_a_release_1_notebook_with_correct_answers_passes_every_exercise(tmp_path):
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     path = write(_release_1(handout.solution_notebook(lesson), metadata=False), tmp_path / "v1.ipynb")
     result = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=SEED)).to_dict()
     assert {e["id"]: e["status"] for e in result["exercises"]} == {ex.id: "passed" for ex in lesson.exercises}

@@ -17,7 +17,7 @@ from conftest import FAST, SEED, write
 
 from grader import grading
 from grader.classroom import batch, portfolio
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.report import finish, render
 
 GOLDENS = Path(__file__).parent / "goldens"
@@ -111,7 +111,7 @@ def _tags(html: str) -> _Tags:
 
 @pytest.mark.kernel
 def test_student_html_is_rendered_as_text_everywhere(tmp_path):
-    notebook = handout.solution_notebook(lessons.get("inference-capacity"))
+    notebook = handout.solution_notebook(catalog.get("inference-capacity"))
     for cell in notebook.cells:
         if cell.cell_type == "markdown" and "explanation" in cell.metadata.get("tags", []):
             cell.source = "My explanation " + HOSTILE_TEXT
@@ -158,7 +158,7 @@ def test_dashboard_handles_a_thousand_students(graded):
         item["student"] = f"s{i:04d}"
         item["score"] = float(i % 4)
         results.append(item)
-    html = render.dashboard_html(results, lessons.get("inference-scaling"))
+    html = render.dashboard_html(results, catalog.get("inference-scaling"))
     assert html.count('href="reports/s') == 1000
     assert "1000 students" in html
 
@@ -193,7 +193,7 @@ def test_report_and_dashboard_open_in_chromium(graded, tmp_path, request):
     results = [graded.solution("inference-capacity"), graded.patch("inference-capacity", "collection-off-by-one")]
     results[1]["student"] = "bob"
     dashboard = tmp_path / "index.html"
-    dashboard.write_text(render.dashboard_html(results, lessons.get("inference-capacity")))
+    dashboard.write_text(render.dashboard_html(results, catalog.get("inference-capacity")))
     for page, height, name in ((report, 2400, "report"), (dashboard, 1400, "dashboard")):
         png = tmp_path / f"{name}.png"
         log = _screenshot(page, png, tmp_path / f"profile-{name}", height)

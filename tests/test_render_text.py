@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grader.judge.judge import ExerciseResult
+from grader.judge.verdict import ExerciseResult
 from grader.report import render_text
 from grader.result.parts import Differing
 from grader.result.record import GradeResult

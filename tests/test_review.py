@@ -30,11 +30,11 @@ ANSWERS = {"ada": SAME, "ben": SAME, "cleo": "They will multiply, 0.17 times 0.5
 def _notebooks(folder: Path, answers: dict[str, str | None], names: dict[str, str] | None = None) -> Path:
     import nbformat
 
-    from grader.lesson import handout, lessons
+    from grader.lesson import catalog, handout
 
     folder.mkdir(parents=True, exist_ok=True)
     for student, text in answers.items():
-        notebook = handout.solution_notebook(lessons.get(LESSON))
+        notebook = handout.solution_notebook(catalog.get(LESSON))
         if text is not None:
             next(c for c in notebook.cells if c.get("id") == "prediction").source = "## Your prediction\n\n" + text
         nbformat.write(notebook, str(folder / f"{(names or {}).get(student, student)}.ipynb"))
@@ -190,10 +190,10 @@ def _course_with_late_policy(tmp_path: Path) -> Path:
 @pytest.mark.kernel
 def test_an_override_and_a_late_penalty_show_in_the_report_the_dashboard_and_the_canvas_export(tmp_path, monkeypatch):
     from grader import cli
-    from grader.lesson import lessons
+    from grader.lesson import catalog
 
     monkeypatch.setenv("GRADER_COURSE", str(_course_with_late_policy(tmp_path)))
-    lessons.forget()
+    catalog.forget()
     try:
         names = {"ada": "lovelaceada_1001_5551_lab", "ben": "hopperben_LATE_1002_5552_lab",
                  "cleo": "conwaycleo_LATE_1003_5553_lab"}
@@ -231,7 +231,7 @@ def test_an_override_and_a_late_penalty_show_in_the_report_the_dashboard_and_the
         assert any("OVERRIDE crossover" in text and "hard-coded" in text for text in comments.values())
         assert any("LATE     1 day(s): -10%" in text for text in comments.values())
     finally:
-        lessons.forget()
+        catalog.forget()
 
 
 def test_a_late_policy_counts_days_from_a_submission_time_and_cuts_off():
@@ -327,13 +327,13 @@ def test_two_graders_at_once_keep_both_decisions_with_who_and_when(out):
 def test_a_lesson_without_written_questions_or_late_policy_grades_exactly_as_before():
     import dataclasses
 
-    from grader.judge.judge import ExerciseResult
-    from grader.lesson import lessons
+    from grader.judge.verdict import ExerciseResult
+    from grader.lesson import catalog
     from grader.result import joining
     from grader.result.manual import Decisions, Override
     from grader.result.record import GradeResult
 
-    plain = dataclasses.replace(lessons.get(LESSON), written=())
+    plain = dataclasses.replace(catalog.get(LESSON), written=())
     exercises = tuple(ExerciseResult(ex.id, "passed", 1.0, 1.0, ex.kind) for ex in plain.exercises)
     result = GradeResult(status="graded", lesson=LESSON, student="ada", score=3.0, max_score=3.0, exercises=exercises)
     assert joining.joined(result, plain) is result and "manual" not in result.to_dict()

@@ -28,7 +28,7 @@ from conftest import FAST, SEED, full_marks, patched_solution, statuses, write
 from grader import grading
 from grader.base.errors import SandboxUnavailable
 from grader.kernel import devices, leftovers, sandbox, zygote
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.result import gradebook
 
 LESSON = "inference-capacity"
@@ -81,7 +81,7 @@ def test_no_tcp_to_the_hosts_loopback(tmp_path, warm):
 
 @both
 def test_solutions_are_invisible_and_copying_them_fails(tmp_path, warm):
-    answers = lessons.get(LESSON).solutions / "answers.py"
+    answers = catalog.get(LESSON).solutions / "answers.py"
     result = _grade(tmp_path, "copies-the-reference", warm=warm, ANSWERS=str(answers.resolve()))
     got = statuses(result)
     for ex in ("queue-hand-check", "invalid-timeline"):
@@ -255,7 +255,7 @@ def test_zygote_kernels_start_fresh_and_see_only_their_own_dirs(make_notebook):
     import nbformat
 
     from grader.kernel import zygote
-    from grader.run import run
+    from grader.run import execution
 
     report = sandbox.plan(FAST)
     first = nbformat.read(str(make_notebook(
@@ -269,7 +269,7 @@ def test_zygote_kernels_start_fresh_and_see_only_their_own_dirs(make_notebook):
         "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])")), 4)
     outputs = []
     for notebook in (first, second):
-        done = run.execute(notebook, [], FAST, lambda: zygote.kernel_manager(report, FAST))
+        done = execution.execute(notebook, [], FAST, lambda: zygote.kernel_manager(report, FAST))
         outputs.append("".join(o.get("text", "") for c in done.notebook.cells for o in c.get("outputs", [])))
     lines = outputs[1].splitlines()
     assert lines[0] == "False False False False"             # nothing of the first notebook survives
@@ -284,10 +284,10 @@ def _worker_kernel(queue) -> None:
     import nbformat
 
     from grader.kernel import zygote
-    from grader.run import run
+    from grader.run import execution
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
-    done = run.execute(notebook, [], FAST, lambda: zygote.kernel_manager(sandbox.plan(FAST), FAST))
+    done = execution.execute(notebook, [], FAST, lambda: zygote.kernel_manager(sandbox.plan(FAST), FAST))
     queue.put((str(zygote.shared(FAST).home), "".join(o.get("text", "") for o in done.notebook.cells[0].outputs)))
 
 
@@ -329,7 +329,7 @@ def test_every_kernel_has_a_user_namespace_and_no_terminal_of_its_own(make_noteb
     import nbformat
 
     from grader.kernel import zygote
-    from grader.run import run
+    from grader.run import execution
 
     report = sandbox.plan(FAST)
     tag = uuid.uuid4().hex[:8]
@@ -346,14 +346,14 @@ def test_every_kernel_has_a_user_namespace_and_no_terminal_of_its_own(make_noteb
     slow = replace(FAST, cell_timeout=120, notebook_timeout=150)
     make = (lambda: zygote.kernel_manager(report, slow)) if warm else (lambda: sandbox.kernel_manager(report, slow))
     held: list[Any] = []
-    thread = threading.Thread(target=lambda: held.append(run.execute(holder, [], slow, make)))
+    thread = threading.Thread(target=lambda: held.append(execution.execute(holder, [], slow, make)))
     thread.start()
     try:
         deadline = time.monotonic() + 120
         while not list(sandbox.run_root().glob(f"scratch/*/held-{tag}")) and time.monotonic() < deadline:
             time.sleep(0.05)
         marker = next(iter(sandbox.run_root().glob(f"scratch/*/held-{tag}")))
-        done = run.execute(notebook, [], FAST, make)   # while the holder's kernel is still alive
+        done = execution.execute(notebook, [], FAST, make)   # while the holder's kernel is still alive
         (marker.parent / f"release-{tag}").write_text("")
     finally:
         thread.join(timeout=150)
@@ -398,11 +398,11 @@ def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, 
     import nbformat
 
     from grader.kernel import zygote
-    from grader.run import run
+    from grader.run import execution
 
     assert filled_cache and any(Path(filled_cache).iterdir())
     before = sorted(p.name for p in Path(filled_cache).iterdir())
-    given = handout.given_cells_in_order(lessons.get(LESSON))
+    given = handout.given_cells_in_order(catalog.get(LESSON))
     probe = (
         "import os, jax.monitoring\n"
         "events = []\n"
@@ -421,7 +421,7 @@ def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, 
     start = sandbox.KernelStart(device="cpu", warm_imports=("numpy", "jax", "jax.numpy"), compile_cache=filled_cache)
     report = sandbox.plan(FAST)
     make = (lambda: zygote.kernel_manager(report, FAST, start)) if warm else (lambda: sandbox.kernel_manager(report, FAST, start))
-    done = run.execute(notebook, [], FAST, make)
+    done = execution.execute(notebook, [], FAST, make)
     lines = "".join(o.get("text", "") for o in done.notebook.cells[-1].get("outputs", [])).split()
     assert lines[0] == "hit"                          # the shape was compiled once, before any kernel ran
     assert lines[1:] == ["refused", "30"] * 3          # EROFS: nothing can be added, removed or opened up
@@ -453,7 +453,7 @@ def _last_output(notebook) -> str:
 def test_a_kernel_started_from_the_warm_cells_shares_their_globals(tmp_path):
     """The zygote ran the lesson's leading given cells; the kernel's globals are the namespace they defined their
     functions in, so a student who rebinds a global changes what the given code does, as in a kernel that ran them."""
-    notebook = handout.solution_notebook(lessons.get("inference-scaling"))
+    notebook = handout.solution_notebook(catalog.get("inference-scaling"))
     notebook.cells.append(nbformat.v4.new_code_cell(
         "THRESHOLD = 10**9\nprint(process_group.__code__.co_filename, label({'m3': 100}), In[2][:11], _i3[:10])"))
     result, executed = _scaling(tmp_path, "rebinds", notebook)
@@ -463,7 +463,7 @@ def test_a_kernel_started_from_the_warm_cells_shares_their_globals(tmp_path):
 
 
 def test_a_notebook_that_changed_a_warm_cell_runs_them_all_itself(tmp_path):
-    notebook = handout.solution_notebook(lessons.get("inference-scaling"))
+    notebook = handout.solution_notebook(catalog.get("inference-scaling"))
     pipeline = next(c for c in notebook.cells if c.get("id") == "given-pipeline")
     pipeline.source += "\n# read twice\n"
     notebook.cells.append(nbformat.v4.new_code_cell("print(process_group.__code__.co_filename.startswith('/tmp/'))"))

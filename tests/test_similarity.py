@@ -18,7 +18,7 @@ from test_render import CHROME_FLAGS, CHROMIUM
 from grader import cli
 from grader.classroom import similarity
 from grader.classroom.batch_folder import BatchFolder
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.report import render_similarity
 
 LESSON = "inference-scaling"
@@ -43,7 +43,7 @@ def _disguised(notebook, renames, reorder=False, added=None):
 
 
 def _class():
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     original = handout.solution_notebook(lesson)
     return {
         "orig": original,
@@ -60,7 +60,7 @@ def _class():
 
 
 def test_disguised_copies_are_flagged_and_independent_work_and_untouched_handouts_are_not():
-    report = similarity.analyse(_class(), handout.scaffold(lessons.get(LESSON)))
+    report = similarity.analyse(_class(), handout.scaffold(catalog.get(LESSON)))
     flagged = {frozenset(p.students) for p in report.code if p.flagged}
     assert flagged == {frozenset(pair) for pair in (("orig", "copy1"), ("orig", "copy2"), ("copy1", "copy2"))}
     scores = {frozenset(p.students): p.score for p in report.code}
@@ -69,7 +69,7 @@ def test_disguised_copies_are_flagged_and_independent_work_and_untouched_handout
 
 
 def test_copied_explanations_are_reported_apart_from_code():
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     notebooks = {name: handout.scaffold(lesson) for name in ("ada", "ben", "cy")}
     mine = ("Batching pays because requests in one group share the region histories they read; the cache removes "
             "repeated subscribers, which thins the groups, so the two gains cannot simply multiply together.")
@@ -88,7 +88,7 @@ def test_the_page_shows_fragments_side_by_side_and_student_text_stays_text(tmp_p
     for name in ("orig", "copy1"):  # a student's string inside the matching code, and a hostile student id
         sweep = next(cell for cell in notebooks[name].cells if cell.get("id") == "answer-sweep")
         sweep.source = sweep.source.replace('"calls": calls,', '"calls": calls, "note": "<script>alert(1)</script>",')
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     report = similarity.analyse({f"{name}<b>" if name == "copy1" else name: nb for name, nb in notebooks.items()},
                                 handout.scaffold(lesson))
     html = render_similarity.similarity_html(report, lesson)
@@ -127,17 +127,17 @@ def test_a_notebook_that_cannot_be_read_is_left_out_not_a_crash(tmp_path, broken
     out = tmp_path / "graded"
     (out / "notebooks").mkdir(parents=True)
     if broken == "link":  # never followed, even to a real notebook
-        nbformat.write(handout.solution_notebook(lessons.get(LESSON)), str(tmp_path / "elsewhere.ipynb"))
+        nbformat.write(handout.solution_notebook(catalog.get(LESSON)), str(tmp_path / "elsewhere.ipynb"))
         (out / "notebooks" / "eve.ipynb").symlink_to(tmp_path / "elsewhere.ipynb")
     else:
         (out / "notebooks" / "eve.ipynb").write_text(broken)
-    nbformat.write(handout.scaffold(lessons.get(LESSON)), str(out / "notebooks" / "ada.ipynb"))
-    report = similarity.of_batch(BatchFolder(out), lessons.get(LESSON))
+    nbformat.write(handout.scaffold(catalog.get(LESSON)), str(out / "notebooks" / "ada.ipynb"))
+    report = similarity.of_batch(BatchFolder(out), catalog.get(LESSON))
     assert list(report.students) == ["ada"] and report.code == []
 
 
 def test_a_notebook_whose_cells_cannot_be_read_costs_only_itself(monkeypatch):
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     real = similarity.written
 
     def fragile(student, notebook):

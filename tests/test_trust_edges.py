@@ -313,7 +313,7 @@ def test_noise_that_cannot_change_behaviour_does_not_hide_a_copy(noise):
     from test_similarity import _class
 
     from grader.classroom import similarity
-    from grader.lesson import handout, lessons
+    from grader.lesson import catalog, handout
 
     notebooks = _class()  # the reference, two disguised copies, two independent solutions, two blank handouts
     noisy = copy.deepcopy(notebooks["orig"])
@@ -327,7 +327,7 @@ def test_noise_that_cannot_change_behaviour_does_not_hide_a_copy(noise):
                 pytest.fail(f"{noise.__name__} made a cell that does not parse")
     assert changed >= 3
     notebooks["noisy"] = noisy
-    report = similarity.analyse(notebooks, handout.scaffold(lessons.get(LESSON)))
+    report = similarity.analyse(notebooks, handout.scaffold(catalog.get(LESSON)))
     scores = {frozenset(p.students): p.score for p in report.code}
     assert scores[frozenset(("orig", "noisy"))] >= 0.9
     for other in ("indep1", "indep2"):  # independently written solutions stay apart

@@ -4,8 +4,8 @@ figures the lesson states are what the reference computes. Grades are stood in f
 from __future__ import annotations
 
 from grader import validate
-from grader.judge.judge import ExerciseResult
-from grader.lesson import lessons, staff_code
+from grader.judge.verdict import ExerciseResult
+from grader.lesson import catalog, staff_code
 from grader.result.record import GradeResult
 
 LESSON = "inference-scaling"
@@ -35,7 +35,7 @@ def test_each_kind_of_unsoundness_is_named(monkeypatch, tmp_path):
 
 def test_a_stated_figure_the_reference_does_not_reproduce_is_named(monkeypatch, tmp_path):
     _grades(monkeypatch, reference_passes=True, scaffold_passes=False)
-    real = staff_code.reference(lessons.get(LESSON))
+    real = staff_code.reference(catalog.get(LESSON))
     # every stated figure is computed by a reference function; one that answers 0 disagrees with all of them
     broken = {name: (lambda *a, **k: 0.0) if callable(value) else value for name, value in real.items()}
     monkeypatch.setattr(staff_code, "reference", lambda lesson_id, numbers=(): broken)

@@ -15,7 +15,7 @@ from conftest import full_marks, write
 
 from grader import cli, grading
 from grader.classroom import batch
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.result import variants
 
 LESSON = "inference-capacity"
@@ -41,11 +41,11 @@ def _variant_cell(notebook) -> str:
 SHIPPED = ("dynamic-batching", "inference-capacity", "inference-scaling")
 
 
-@pytest.mark.parametrize("lesson_id", [lid for lid in lessons.available() if lid in SHIPPED or lessons.get(lid).variants])
+@pytest.mark.parametrize("lesson_id", [lid for lid in catalog.available() if lid in SHIPPED or catalog.get(lid).variants])
 def test_every_lesson_varies_numbers_and_the_seeds_reproduce_its_own_figures(lesson_id):
     from grader.judge import matching
 
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     varying = [(ex.id, i, case) for ex in lesson.exercises for i, case in enumerate(ex.cases) if case.varies]
     assert lesson.variants and varying  # each shipped lesson varies at least one exercise's numbers
     figures = variants.public_figures(lesson, variants.defaults(lesson))
@@ -58,7 +58,7 @@ def test_every_lesson_varies_numbers_and_the_seeds_reproduce_its_own_figures(les
 
 
 def test_inference_capacitys_figures_follow_the_numbers_as_worked_by_hand():
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     # by hand: 5 requests of 2.5 ms at once finish at 2.5, 5, ..., 12.5; a 7 ms deadline misses 8 and 10
     own = variants.public_figures(lesson, dict(variants.defaults(lesson), BURST_REQUESTS=5, BURST_SERVICE_MS=2.5,
                                                DEADLINE_MS=7.0, BATCH_SIZE=6, SPACING_MS=1.5))
@@ -85,7 +85,7 @@ def test_release_writes_one_handout_per_student_and_records_the_lesson(tmp_path,
 
 def _filled(notebook):
     """A handout with the reference's answer cells in place of its stubs."""
-    answers = handout.answer_cells(lessons.get(LESSON))
+    answers = handout.answer_cells(catalog.get(LESSON))
     for cell in notebook.cells:
         if cell.get("id") in answers:
             cell.source = answers[cell["id"]].source
@@ -97,7 +97,7 @@ def test_each_student_gets_full_marks_on_their_numbers_and_a_borrowed_handout_is
         tmp_path, course):
     CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
                                   str(tmp_path / "handouts")])
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     books = {s: nbformat.read(tmp_path / "handouts" / f"{s}.ipynb", as_version=4) for s in STUDENTS}
     lender = next(s for s in STUDENTS[1:] if _variant_cell(books[s]) != _variant_cell(books["1001"]))
     folder = tmp_path / "class"
@@ -128,7 +128,7 @@ def test_each_student_gets_full_marks_on_their_numbers_and_a_borrowed_handout_is
 def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, course, own_course):
     CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
                                   str(tmp_path / "handouts")])
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     own = next(s for s in STUDENTS if nbformat.read(tmp_path / "handouts" / f"{s}.ipynb", as_version=4)
                .metadata["grader"]["public"] != variants.public_figures(lesson, variants.defaults(lesson)))
     path = write(_filled(nbformat.read(tmp_path / "handouts" / f"{own}.ipynb", as_version=4)), tmp_path / "mine.ipynb")
@@ -141,7 +141,7 @@ def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, c
 def test_similarity_sees_each_students_own_handout_as_the_handout():
     from grader.classroom import similarity
 
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     own = dict(variants.defaults(lesson), BURST_REQUESTS=6, DEADLINE_MS=8.0, SPACING_MS=3.0)
     # two students who drew the same numbers, neither writing a word: their handouts' text matches each other's and
     # not the seed's, and is still nobody's own writing
@@ -152,14 +152,14 @@ def test_similarity_sees_each_students_own_handout_as_the_handout():
 
 def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monkeypatch):
     from grader import validate
-    from grader.judge.judge import ExerciseResult
+    from grader.judge.verdict import ExerciseResult
     from grader.result.record import GradeResult
 
     graded = []
 
     def grade(path, lesson_id, options):  # stands in for a kernel run: the reference passes, the bare handout not
         book = nbformat.read(path, as_version=4)
-        graded.append((Path(path).name, options.variant, variants.found_numbers(lessons.get(lesson_id), book)[1]))
+        graded.append((Path(path).name, options.variant, variants.found_numbers(catalog.get(lesson_id), book)[1]))
         passes = "reference" in str(path) and "scaffold" not in str(path)
         return GradeResult(status="graded", lesson=lesson_id, student="x", exercises=(
             ExerciseResult("burst", "passed" if passes else "failed", float(passes), 1.0, "simulated", ()),))
@@ -169,7 +169,7 @@ def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monk
     drawn = [(name, dict(numbers), held) for name, numbers, held in graded if numbers is not None]
     assert len(drawn) == 2 * validate.VARIANT_DRAWS
     assert all(numbers == held for _, numbers, held in drawn)  # each handout holds the numbers it is graded on
-    assert any(numbers != variants.defaults(lessons.get(LESSON)) for _, numbers, _ in drawn)
+    assert any(numbers != variants.defaults(catalog.get(LESSON)) for _, numbers, _ in drawn)
 
 
 @pytest.mark.kernel
@@ -182,7 +182,7 @@ def test_a_renamed_handout_is_graded_on_its_owners_numbers_and_the_reports_repla
 
     CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
                                   str(tmp_path / "handouts")])
-    lesson = lessons.get(LESSON)
+    lesson = catalog.get(LESSON)
     secret = variants.seeds.course_secret()
     owner = next(s for s in STUDENTS if variants.numbers_for(lesson, s, secret) != variants.defaults(lesson))
     book = _filled(nbformat.read(tmp_path / "handouts" / f"{owner}.ipynb", as_version=4))

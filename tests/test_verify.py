@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from grader.classroom import verify
-from grader.judge.judge import ExerciseResult
+from grader.judge.verdict import ExerciseResult
 from grader.result import record, sign
 
 

@@ -20,10 +20,10 @@ from grader.base import escape
 from grader.base.errors import GraderError, LessonError, SandboxUnavailable
 from grader.base.limits import Limits
 from grader.classroom import platforms
-from grader.judge import judge
-from grader.judge.judge import CaseVerdict
+from grader.judge import verdict
+from grader.judge.verdict import CaseVerdict
 from grader.kernel import sandbox
-from grader.lesson import handout, lessons, staff_code
+from grader.lesson import catalog, handout, staff_code
 from grader.report import absent, figure, platform_results, render
 from grader.result import gradebook
 from grader.result.evidence import Evidence
@@ -34,7 +34,7 @@ HERE = Path(__file__).parent
 # ---- open-loop evidence (lesson dynamic-batching's `live_records`) ----
 
 def _open_loop():
-    return staff_code.properties(lessons.get("dynamic-batching"))["live_records"].__globals__["open_loop"]
+    return staff_code.properties(catalog.get("dynamic-batching"))["live_records"].__globals__["open_loop"]
 
 
 def _records(sent_after_reply: bool, count: int = 30):
@@ -86,19 +86,19 @@ def _verdicts(*outcomes: str, hidden_from: int = 1):
 
 
 def test_scored_by_cases_earns_the_share_passed_and_excused_cases_count_in_neither():
-    sim = lessons.get("dynamic-batching").exercise("batcher-sim")
+    sim = catalog.get("dynamic-batching").exercise("batcher-sim")
     assert sim.scoring == "cases"
     verdicts = _verdicts("passed", "passed", "failed", "excused", "passed")
-    assert judge.earned(sim, verdicts, "failed") == pytest.approx(3 / 4)  # 3 passed of 4 counted
-    fit = lessons.get("dynamic-batching").exercise("service-fit")
+    assert verdict.earned(sim, verdicts, "failed") == pytest.approx(3 / 4)  # 3 passed of 4 counted
+    fit = catalog.get("dynamic-batching").exercise("service-fit")
     assert fit.scoring == "all"
-    assert judge.earned(fit, verdicts, "failed") == 0.0
-    assert judge.earned(fit, _verdicts("passed", "excused"), "passed") == 1.0
+    assert verdict.earned(fit, verdicts, "failed") == 0.0
+    assert verdict.earned(fit, _verdicts("passed", "excused"), "passed") == 1.0
 
 
 def test_a_lesson_names_its_scoring_or_is_refused(tmp_path, monkeypatch):
     with pytest.raises(LessonError, match="scoring must be one of"):
-        lessons._exercise("x", {"id": "e", "scoring": "some"})
+        catalog._exercise("x", {"id": "e", "scoring": "some"})
 
 
 def _exercise(outcomes, scoring="cases", points=1.0, status=None):
@@ -213,7 +213,7 @@ def test_the_markdown_sandbox_section_puts_each_statement_on_its_own_line():
 
 
 def test_a_report_says_why_the_comparison_is_absent():
-    spec = lessons.get("dynamic-batching").figure
+    spec = catalog.get("dynamic-batching").figure
     data = {"status": "graded", "measured": {"values": {"service_measured": None}},
             "simulated": {"values": {"service_simulated": None}},
             "exercises": [{"id": "live-replay", "status": "failed", "messages": ["closed-loop"]},
@@ -227,7 +227,7 @@ def test_a_report_says_why_the_comparison_is_absent():
 
 
 def test_compute_bars_stay_visible_beside_a_backlogged_total():
-    spec = lessons.get("dynamic-batching").figure
+    spec = catalog.get("dynamic-batching").figure
     sides = {"service_measured": {"wait": [2900.0] * 5, "compute": [2.0] * 5, "overhead": [5.0] * 5,
                                   "total": [3000.0] * 5}}
     data = {"measured": {"values": sides},
@@ -250,7 +250,7 @@ def test_sandbox_insisted_on_is_refused_where_bubblewrap_is_missing(monkeypatch)
 
 def test_an_unknown_lesson_suggests_the_one_meant():
     with pytest.raises(LessonError, match="unknown lesson 'dynamic_batching'; did you mean 'dynamic-batching'"):
-        lessons.get("dynamic_batching")
+        catalog.get("dynamic_batching")
 
 
 def test_a_refused_batch_leaves_no_folder_behind(tmp_path, monkeypatch):
@@ -273,12 +273,12 @@ def test_a_refused_batch_leaves_no_folder_behind(tmp_path, monkeypatch):
 
 
 def test_a_notebook_of_an_older_release_is_told_so():
-    notebook = handout.scaffold(lessons.get("dynamic-batching"))
-    assert lessons.released_version(notebook) == 2
+    notebook = handout.scaffold(catalog.get("dynamic-batching"))
+    assert catalog.released_version(notebook) == 2
     notebook.metadata["grader"]["version"] = 1
-    assert lessons.released_version(notebook) == 1
+    assert catalog.released_version(notebook) == 1
     notebook.metadata["grader"]["version"] = True
-    assert lessons.released_version(notebook) is None
+    assert catalog.released_version(notebook) is None
 
 
 def test_scores_for_people_have_at_most_two_decimals():
@@ -318,7 +318,7 @@ def test_progress_lines_cut_a_long_reason_between_words_and_name_the_student():
 
 
 def test_the_dashboard_gives_a_rejected_student_the_reason_not_a_score():
-    lesson = lessons.get("inference-scaling")
+    lesson = catalog.get("inference-scaling")
     html = render.dashboard_html([{"student": "1002", "status": "rejected", "error": "two files for one student",
                                    "exercises": [], "score": 0.0, "max_score": 0.0, "name": "Bitdiddle, Ben"}], lesson)
     row = html.split("Bitdiddle, Ben (1002)")[-1].split("</tr>")[0]  # the student list, after the rejected table

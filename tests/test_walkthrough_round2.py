@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from grader.classroom import similarity
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.report import render, render_similarity
 
 HERE = Path(__file__).parent
@@ -36,7 +36,7 @@ def test_no_receipt_says_because_none_and_a_lesson_without_jax_shows_no_jax_rows
 def test_similarity_fragments_keep_one_line_per_line():
     from test_similarity import _class
 
-    lesson = lessons.get("inference-scaling")
+    lesson = catalog.get("inference-scaling")
     notebooks = _class()
     report = similarity.analyse(notebooks, handout.scaffold(lesson))
     html = render_similarity.similarity_html(report, lesson)
@@ -54,7 +54,7 @@ def test_names_stand_beside_ids_where_the_roster_gives_them(graded):
 
     from grader.result import gradebook
 
-    lesson = lessons.get("inference-scaling")
+    lesson = catalog.get("inference-scaling")
     ada = dict(gradebook.summary(graded.solution("inference-scaling")), student="1001", name="Ada Lovelace")
     absent = [{"student": "1007", "name": "Ben Bitdiddle", "status": "missing", "lesson": lesson.id}]
     page = render.dashboard_html([ada], lesson, absent)
@@ -159,7 +159,7 @@ def test_a_measure_without_block_until_ready_is_told_so_in_check_and_the_origina
 
     from conftest import write
 
-    lesson = lessons.get("inference-capacity")
+    lesson = catalog.get("inference-capacity")
     original = handout.solution_notebook(lesson)
     assert ".block_until_ready()" in next(c.source for c in original.cells if c.get("id") == "answer-measure")
     hasty = handout.solution_notebook(lesson)
@@ -284,7 +284,7 @@ def test_the_comparison_legend_stays_clear_of_every_bar(wait, total):
     from grader.report import figure
     from grader.result.evidence import Evidence
 
-    spec = lessons.get("dynamic-batching").figure
+    spec = catalog.get("dynamic-batching").figure
     measured = {"wait": [wait] * 5, "compute": [2.0] * 5, "overhead": [1.0] * 5, "total": [total] * 5}
     simulated = {"wait": [wait] * 5, "compute": [2.0] * 5, "overhead": [0.0] * 5, "total": [total] * 5}
     data = {"measured": {"values": {"service_measured": measured}},
@@ -305,14 +305,14 @@ def test_messages_show_code_as_code_in_html_pages():
 def test_a_recomputation_that_raised_says_what_it_raised_and_one_message_counts_one_way():
     import numpy as np
 
-    from grader.judge import judge, matching
+    from grader.judge import matching, verdict
     from grader.lesson.cases import Case, Recompute
     from grader.run.decoded import Answer, Own, Raised
 
     case = Case(name="predicted", mode="value", check=Recompute("latency_summary(x)"))
     answer = Answer(value=1.0, own=Own(raised=Raised("TypeError", False, "'NoneType' object is not subscriptable")))
-    verdict = judge._recomputed(case, answer, "latency_summary(x)", "`predicted`")
-    assert "raised TypeError: 'NoneType' object is not subscriptable" in verdict.message
+    said = verdict._recomputed(case, answer, "latency_summary(x)", "`predicted`")
+    assert "raised TypeError: 'NoneType' object is not subscriptable" in said.message
     three = Case(name="simulate_queue", mode="call", columns=("", "start (ms)", "finish (ms)", "latency (ms)"))
     got = [np.array([0.0, 2.0]), np.array([2.0, 5.0]), np.array([2.0, 3.0])]
     want = [np.array([0.0, 2.0]), np.array([2.0, 4.0]), np.array([2.0, 3.0])]
@@ -340,7 +340,7 @@ def test_one_students_bug_over_many_hidden_cases_is_one_mistake_and_a_quiet_regr
 def test_the_similarity_summary_says_which_kind_each_pair_is():
     from test_similarity import _class
 
-    report = similarity.analyse(_class(), handout.scaffold(lessons.get("inference-scaling")))
+    report = similarity.analyse(_class(), handout.scaffold(catalog.get("inference-scaling")))
     line = report.summary()
     assert "copy1 & orig (code 1.0)" in line
 
@@ -382,7 +382,7 @@ def test_a_per_record_fit_is_shown_its_input_whole_and_told_the_mistake(graded):
 def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(graded):
     from grader.result import gradebook
 
-    lesson = lessons.get("inference-scaling")
+    lesson = catalog.get("inference-scaling")
     ada = dict(gradebook.summary(graded.solution("inference-scaling")), student="ada")
     page = render.dashboard_html([ada], lesson)
     table = page.split('<table class="by-exercise">')[1].split("</table>")[0]
@@ -426,10 +426,10 @@ def test_a_comment_and_a_portfolio_name_the_student():
 
 
 def test_a_self_check_never_says_0_hidden():
-    from grader.judge import judge
-    from grader.lesson.lessons import Case
+    from grader.judge import verdict
+    from grader.lesson.catalog import Case
 
     public = [Case(name="f", mode="call"), Case(name="g", mode="call")]
-    assert judge._passed_line(public, {}) == "all 2 cases passed"
-    assert judge._passed_line(public + [Case(name="h", mode="call", hidden=True)], {}) == \
+    assert verdict._passed_line(public, {}) == "all 2 cases passed"
+    assert verdict._passed_line(public + [Case(name="h", mode="call", hidden=True)], {}) == \
         "all 3 cases passed (2 public, 1 hidden)"

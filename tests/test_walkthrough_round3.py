@@ -19,7 +19,7 @@ from conftest import FAST, write
 from grader import cli, grading
 from grader.classroom import batch, platforms, review
 from grader.intake import layouts
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 from grader.report import platform_results, render
 
 LESSON = "inference-scaling"
@@ -38,7 +38,7 @@ def canvas_batch(tmp_path_factory):
         patch.setenv("GRADER_COURSE", str(home))
         folder = root / "in"
         folder.mkdir()
-        book = handout.solution_notebook(lessons.get(LESSON))
+        book = handout.solution_notebook(catalog.get(LESSON))
         for name in ("lovelaceada_1001_5551_lab", "hopperben_LATE_1002_5552_lab", "studenttest_9999_5553_lab"):
             write(book, folder / f"{name}.ipynb")
         roster = root / "roster.csv"
@@ -62,7 +62,7 @@ def test_the_canvas_comment_carries_the_rubric_items_and_the_graders_comment(can
     platforms.export("canvas", out, assignment_id="77")
     with zipfile.ZipFile(out / "export" / "canvas" / "comments.zip") as bundle:
         ben = next(bundle.read(n).decode() for n in bundle.namelist() if "1002" in n)
-    question = next(q for q in lessons.get(LESSON).written if q.cell == "explanation")
+    question = next(q for q in catalog.get(LESSON).written if q.cell == "explanation")
     item = question.item("realized-size")
     assert f"{item.text} (+{item.points:g})" in ben and "comment: the realised size, well argued" in ben
     assert "OVERRIDE crossover" in ben and "LATE" in ben
@@ -78,7 +78,7 @@ def test_a_student_the_roster_leaves_out_is_listed_apart_and_never_counted(canva
     assert "Not on the roster (graded, not counted in the class's figures): 9999" in shown or \
         "not counted in the class's figures): studenttest (9999)" in shown
     mean = (rows["1001"]["score"] + rows["1002"]["score"]) / 2  # the class's mean: Ada and Ben only
-    data = render.dashboard_data([*rows.values()], lessons.get(LESSON))
+    data = render.dashboard_data([*rows.values()], catalog.get(LESSON))
     assert data["mean"] == pytest.approx(mean) and data["graded"] == 2
     assert "Late (marked by the platform, or by its submission time): Hopper, Ben (1002)" in shown
     opened = review.Review(out, "ta")
@@ -134,7 +134,7 @@ def test_a_student_verifies_an_unsigned_portfolio_without_a_key(canvas_batch, tm
 
 @pytest.mark.kernel
 def test_a_value_nobody_measured_is_never_labelled_measured(graded, tmp_path):
-    lesson = lessons.get("inference-capacity")
+    lesson = catalog.get("inference-capacity")
     path = tmp_path / "bare.ipynb"
     nbformat.write(handout.scaffold(lesson), str(path))
     result = graded.file(path, "inference-capacity")

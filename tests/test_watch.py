@@ -16,8 +16,8 @@ import pytest
 from conftest import patched_solution, write
 
 from grader import watch
-from grader.judge.judge import ExerciseResult
-from grader.lesson import handout, lessons
+from grader.judge.verdict import ExerciseResult
+from grader.lesson import catalog, handout
 from grader.result.record import GradeResult
 
 LESSON = "inference-capacity"
@@ -91,7 +91,7 @@ def test_a_save_is_rechecked_a_half_save_skipped_and_ctrl_c_mid_check_ends_every
     notebook = tmp_path / "mine.ipynb"
     write(patched_solution(LESSON, SUBS / "missing-count-missed.py"), notebook)
     good = tmp_path / "good.ipynb"
-    write(handout.solution_notebook(lessons.get(LESSON)), good)
+    write(handout.solution_notebook(catalog.get(LESSON)), good)
     process = subprocess.Popen([sys.executable, "-m", "grader", "check", "--watch", str(notebook)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                                cwd=tmp_path)

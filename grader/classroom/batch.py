@@ -36,7 +36,7 @@ from grader.classroom import certs, review_join, review_store, similarity
 from grader.classroom.batch_folder import BatchFolder, digest, entry_digest
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.report import finish, render_similarity, render_text
 from grader.result import gradebook, record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
@@ -125,7 +125,7 @@ class _Plan:
     """The course's cluster certificates (a `--scheduler` batch)."""
 
 
-def _plan(folder: str | Path, lesson: lessons.Lesson, out: BatchFolder, jobs: int | None, options: Options,
+def _plan(folder: str | Path, lesson: catalog.Lesson, out: BatchFolder, jobs: int | None, options: Options,
           scheduler: str | None, regrade: bool, force: bool = False) -> _Plan:
     found = layouts.read(folder, out.unpacked)
     out.make()
@@ -164,7 +164,7 @@ def run(request: Request) -> Summary:
     if scheduler:
         certs.check_address(scheduler, request.tls)
     out = BatchFolder(Path(request.out))
-    lesson = lessons.get(request.lesson)
+    lesson = catalog.get(request.lesson)
     members = class_list.read(roster) if roster else None
     with _removed_if_refused(out.root):
         out.claim()  # one course per batch folder
@@ -249,7 +249,7 @@ def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, da
         named.setdefault("foreign", []).append(f"{student} handed in {data['handout_of']}'s handout")
 
 
-def _class_files(out: BatchFolder, plan: _Plan, lesson: lessons.Lesson, members: class_list.Roster | None,
+def _class_files(out: BatchFolder, plan: _Plan, lesson: catalog.Lesson, members: class_list.Roster | None,
                  named: dict[str, list[str]], complete: bool) -> list[dict[str, Any]]:
     """grades.csv, a regrade's changes.csv and the dashboard from the gradebook's latest rows; returns the roster's
     absent students. A regrade that graded everything (no grader failure left to retry) is finished."""
@@ -274,7 +274,7 @@ def _class_files(out: BatchFolder, plan: _Plan, lesson: lessons.Lesson, members:
     return absent
 
 
-def _arrived(graded: finish.Graded, plan: _Plan, entry: layouts.Entry, lesson: lessons.Lesson,
+def _arrived(graded: finish.Graded, plan: _Plan, entry: layouts.Entry, lesson: catalog.Lesson,
              members: class_list.Roster | None, store: review_store.Store | None) -> finish.Graded:
     """How the submission arrived (layout, late mark, roster) and the instructor's decisions, joined to its grade."""
     arrived = replace(graded, result=replace(graded.result, submitted_as=_submitted_as(plan.found.layout, entry, members)))

@@ -17,7 +17,7 @@ from typing import Any
 from grader.base import files
 from grader.base.errors import GraderError
 from grader.intake import layouts
-from grader.lesson import course, folders, lessons
+from grader.lesson import catalog, course, folders
 from grader.report.platform_results import gradescope_results
 from grader.result import record, seeds, variants
 
@@ -61,7 +61,7 @@ RESULTS = "results"
 
 def bundle(lesson_id: str, target: Path) -> Path:
     """`autograder.zip`: setup.sh, run_autograder, the grader's source, the lesson, its templates and solutions."""
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     if not (lesson.solutions / "hidden.py").is_file():
         raise GraderError(f"the Gradescope bundle needs the instructor's solutions/{lesson.id}: run from the course "
                           "checkout or pass --course DIR")

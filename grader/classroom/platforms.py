@@ -35,7 +35,7 @@ from grader.base.shapes import mapping
 from grader.classroom import gradescope
 from grader.classroom.batch_folder import BatchFolder
 from grader.intake import layouts, roster as class_list
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.report import render_text
 from grader.report.platform_results import prairielearn_results
 
@@ -169,7 +169,7 @@ def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster:
     members = class_list.read(roster)
     if not members.canvas:
         raise GraderError(f"{roster} is not a Canvas gradebook export (no Student and ID columns)")
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     column = _canvas_column(members, roster, assignment, assignment_id, lesson.title)
     by_id: dict[str, dict[str, Any]] = {}
     for data in results:

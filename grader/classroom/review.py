@@ -19,7 +19,7 @@ from grader.base import escape, spelling
 from grader.base.errors import GraderError
 from grader.classroom import review_join, review_store
 from grader.classroom.batch_folder import BatchFolder
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.lesson.written import Question
 from grader.result import gradebook, joining
 from grader.result.manual import Override, WrittenGrade
@@ -67,7 +67,7 @@ class Review:
         if len(ids) != 1:
             self.book.close()
             raise GraderError(f"{self.out}: a review needs the results of one lesson (found {', '.join(ids) or 'none'})")
-        self.lesson = lessons.get(ids[0])
+        self.lesson = catalog.get(ids[0])
         self.grader = grader
         try:
             self.store = review_store.Store(self.folder.review_store)

@@ -16,7 +16,7 @@ from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
 from grader.intake import roster as class_list
 from grader.lesson import course
-from grader.lesson.lessons import Lesson
+from grader.lesson.catalog import Lesson
 from grader.report import finish, render
 from grader.result import gradebook, joining, sign
 from grader.result.manual import Decisions

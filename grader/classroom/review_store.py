@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from grader.base.errors import GraderError
-from grader.lesson.lessons import Lesson
+from grader.lesson.catalog import Lesson
 from grader.result.manual import Decisions, Override, WrittenGrade
 
 _SCHEMA = """

@@ -29,8 +29,8 @@ from importlib import metadata
 from pathlib import Path
 
 from grader.base import files, host
-from grader.kernel import devices, kernel_command
-from grader.lesson import handout, lessons
+from grader.kernel import devices, launch
+from grader.lesson import catalog, handout
 
 FILL_TIMEOUT = 300.0
 """Seconds the filling process may take."""
@@ -69,9 +69,9 @@ def _version(name: str) -> str:
 @functools.cache
 def folder_for(lesson_id: str, device: str) -> Path:
     """The cache folder this lesson, device and machine would use (it may not exist yet)."""
-    lesson = lessons.get(lesson_id)
-    env = kernel_command.kernel_env(Path("/tmp"), devices.KernelStart(device=device))
-    facts = {"cells": handout.given_cells_in_order(lessons.get(lesson_id)), "warmup": lesson.compile_warmup,
+    lesson = catalog.get(lesson_id)
+    env = launch.kernel_env(Path("/tmp"), devices.KernelStart(device=device))
+    facts = {"cells": handout.given_cells_in_order(catalog.get(lesson_id)), "warmup": lesson.compile_warmup,
              "jax": _version("jax"), "jaxlib": _version("jaxlib"), "python": sys.version, "machine": platform.machine(),
              "processor": host.cpu_flags(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
     digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -80,7 +80,7 @@ def folder_for(lesson_id: str, device: str) -> Path:
 
 def existing(lesson_id: str, device: str) -> str:
     """The filled cache for this lesson and device, or "" when there is none."""
-    if not lessons.get(lesson_id).compile_warmup:
+    if not catalog.get(lesson_id).compile_warmup:
         return ""
     folder = folder_for(lesson_id, device)
     return str(folder) if folder.is_dir() else ""
@@ -90,7 +90,7 @@ def ensure(lesson_id: str, device: str) -> str:
     """The filled cache, filling it first if needed; "" when the lesson has none or filling failed (grading then
     simply compiles in every kernel)."""
     found = existing(lesson_id, device)
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     if found or not lesson.compile_warmup:
         return found
     target = folder_for(lesson_id, device)
@@ -100,12 +100,12 @@ def ensure(lesson_id: str, device: str) -> str:
         cache = work / "cache"
         cache.mkdir()
         program = work / "cells.json"
-        program.write_text(json.dumps([handout.given_cells_in_order(lessons.get(lesson_id)), lesson.compile_warmup]))
-        env = dict(kernel_command.kernel_env(work, devices.KernelStart(device=device)),
-                   **kernel_command.compile_cache_env(str(cache), writer=True))
+        program.write_text(json.dumps([handout.given_cells_in_order(catalog.get(lesson_id)), lesson.compile_warmup]))
+        env = dict(launch.kernel_env(work, devices.KernelStart(device=device)),
+                   **launch.compile_cache_env(str(cache), writer=True))
         env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
         try:
-            done = subprocess.run([kernel_command.python(), "-c", _FILL, str(program)], cwd=work, env=env,
+            done = subprocess.run([launch.python(), "-c", _FILL, str(program)], cwd=work, env=env,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   timeout=FILL_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired):

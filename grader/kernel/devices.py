@@ -96,7 +96,7 @@ def default_jobs(device: str = "cpu") -> int:
     A job alternates between its grading process and its kernel, and waits on every round trip between them:
     with one job per core the cores sat 15-24 % idle (vmstat during a batch on 2 cores); with one per core plus
     one, 6-8 %; two per core graded the bench's 40 submissions 5-9 % faster again. Kernels already run
-    single-threaded (XLA and BLAS; kernel_command.kernel_env), so more jobs do not oversubscribe the cores.
+    single-threaded (XLA and BLAS; launch.kernel_env), so more jobs do not oversubscribe the cores.
     """
     cores = os.cpu_count() or 1
     available = host.memory_bytes("MemAvailable") or (cores + 1) * KERNEL_MEMORY_BYTES

@@ -1,6 +1,6 @@
 """Isolation, as recorded with every grade: which layers held, and the folders kernels run in.
 
-The layers are planned by sandbox.py and built by kernel_command.py; this
+The layers are planned by sandbox.py and built by launch.py; this
 module holds only what both, and the records, share.
 """
 

@@ -31,7 +31,7 @@ from grader.base.limits import Limits
 from grader.kernel import upstream
 from grader.kernel.devices import KernelStart
 from grader.kernel.isolation import LAYERS, NOBODY, SandboxReport, as_nobody, run_root
-from grader.kernel.kernel_command import bwrap_argv, bwrap_path, kernel_env, prlimit_argv, python, setpriv_argv
+from grader.kernel.launch import bwrap_argv, bwrap_path, kernel_env, prlimit_argv, python, setpriv_argv
 from grader.kernel.leftovers import become_subreaper, end_leftovers
 
 
@@ -183,7 +183,7 @@ class SandboxKernelManager(upstream.QuickKernelManager):
     """A single-use kernel: ipc transport, private dirs, optional bwrap wrapper."""
 
     on_interrupt: Callable[[], None] | None = None
-    """Called before each interrupt nbclient sends on a cell's timeout (run.py: a second one means stuck)."""
+    """Called before each interrupt nbclient sends on a cell's timeout (execution.py: a second one means stuck)."""
 
     async def interrupt_kernel(self) -> None:  # type: ignore[override]
         if self.on_interrupt is not None:

@@ -35,7 +35,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Type
 
-from grader.kernel import kernel_messages
+from grader.kernel import protocol
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """The bound on one ZMQ message when the manager states none (its `grade_limits.max_message_bytes`)."""
@@ -43,12 +43,12 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 class BoundedKernelClient(AsyncKernelClient):
     """Refuses oversized ZMQ messages, so a flood cannot grow the grader's memory, and malformed ones
-    (kernel_messages), so a garbled protocol is the student's error, never the grader's."""
+    (protocol.py), so a garbled protocol is the student's error, never the grader's."""
 
-    shell_channel_class = Type(kernel_messages.CheckedChannel)
-    iopub_channel_class = Type(kernel_messages.CheckedChannel)
-    stdin_channel_class = Type(kernel_messages.CheckedChannel)
-    control_channel_class = Type(kernel_messages.CheckedChannel)
+    shell_channel_class = Type(protocol.CheckedChannel)
+    iopub_channel_class = Type(protocol.CheckedChannel)
+    stdin_channel_class = Type(protocol.CheckedChannel)
+    control_channel_class = Type(protocol.CheckedChannel)
 
     @property
     def max_message_bytes(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.kernel import compile_cache, devices, sandbox, zygote
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 
 def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
@@ -27,8 +27,8 @@ def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
         if sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode != "bwrap":
             return None
         device = "cpu"
-        start = devices.KernelStart(options.hash_seed or 0, device, lessons.get(lesson_id).warm_imports,
-                                    compile_cache.ensure(lesson_id, device), handout.warm_sources(lessons.get(lesson_id)))
+        start = devices.KernelStart(options.hash_seed or 0, device, catalog.get(lesson_id).warm_imports,
+                                    compile_cache.ensure(lesson_id, device), handout.warm_sources(catalog.get(lesson_id)))
     except GraderError:  # each grade then says why
         return None
     return zygote.start_shared(options.limits, start)

@@ -1,6 +1,6 @@
 """Warm single-use kernels: forked from a zygote that imported the heavy libraries.
 
-`kernel_zygote.py` runs as root inside one long-lived bubblewrap (network,
+`zygote_process.py` runs as root inside one long-lived bubblewrap (network,
 pid, ipc and uts namespaces; the same read-only whitelist as a fresh kernel;
 only the run and scratch roots writable). For every kernel it forks a child
 that isolates itself as strongly as a fresh bubblewrap kernel (see that file)
@@ -32,9 +32,9 @@ from jupyter_client.provisioning import LocalProvisioner
 
 from grader.base.errors import SandboxUnavailable
 from grader.base.limits import Limits
-from grader.kernel import devices, isolation, kernel_command, sandbox
+from grader.kernel import devices, isolation, launch, sandbox
 
-SCRIPT = Path(__file__).with_name("kernel_zygote.py")
+SCRIPT = Path(__file__).with_name("zygote_process.py")
 START_TIMEOUT = 90.0
 
 
@@ -111,8 +111,8 @@ class Zygote:
         self.socket_path = self.home / "z.sock"
         self.rootless = os.geteuid() != 0
         self.start = start or devices.KernelStart()  # fixed when its interpreter starts: every kernel it forks has it
-        argv = kernel_command.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
-            kernel_command.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path),
+        argv = launch.bwrap_zygote_argv(self.home, limits, self.rootless, self.start) + [
+            launch.python(), str(self.home / "code" / SCRIPT.name), str(self.socket_path),
             json.dumps(list(self.start.warm_imports)), json.dumps(list(self.start.warm_cells))]
         # A session of its own: no kernel forked from it can reach the grader's terminal.
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -244,7 +244,7 @@ class ZygoteProvisioner(LocalProvisioner):
 
 def request_for(km: Any, limits: Limits) -> dict[str, Any]:
     """What the zygote needs to start one kernel (no secrets: the key stays in the connection file)."""
-    env = kernel_command.kernel_env(km.scratch, km.start)
+    env = launch.kernel_env(km.scratch, km.start)
     env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
     prefixes = {str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}
     report = km.report

@@ -18,14 +18,14 @@ import nbformat
 from grader.base import files
 from grader.base.errors import LessonError
 from grader.intake import load
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.lesson.cases import Stated
 
 PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 """`{{NAME}}` in a Markdown cell: one of the lesson's variant numbers, filled in for the student's handout."""
 
 
-def scaffold(lesson: lessons.Lesson, numbers: dict[str, float] | None = None,
+def scaffold(lesson: catalog.Lesson, numbers: dict[str, float] | None = None,
              figures: dict[str, Any] | None = None, text: bool = True) -> Any:
     """The student notebook built from `scaffold.py` (given cells + answer stubs), with the lesson's variant
     numbers filled in: `numbers` where given (a student's own), else the seed's (each variant's first choice).
@@ -62,7 +62,7 @@ ANY_PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}")
 """Whatever `{{...}}` is left after the figures and the numbers are filled in: a placeholder that names nothing."""
 
 
-def _figure(lesson: lessons.Lesson, exercise_id: str, index: int, own: bool = False,
+def _figure(lesson: catalog.Lesson, exercise_id: str, index: int, own: bool = False,
             figures: dict[str, Any] | None = None) -> str:
     cases = lesson.exercise(exercise_id).cases
     check = cases[index].check if index < len(cases) else None
@@ -115,21 +115,21 @@ def top_level_names(notebook: Any) -> set[str]:
     return names
 
 
-def needed_names(lesson: lessons.Lesson) -> set[str]:
+def needed_names(lesson: catalog.Lesson) -> set[str]:
     """Every name the lesson's exercises need."""
     return {name for ex in lesson.exercises for name in ex.needs}
 
 
-def other_lesson(lesson: lessons.Lesson, notebook: Any) -> tuple[str, int, int] | None:
+def other_lesson(lesson: catalog.Lesson, notebook: Any) -> tuple[str, int, int] | None:
     """(id, names defined, names needed) of another lesson whose names the notebook defines far better."""
     names = top_level_names(notebook)
     own = len(needed_names(lesson) & names) / max(1, len(needed_names(lesson)))
     best: tuple[float, str, int, int] | None = None
-    for other_id in lessons.available():
+    for other_id in catalog.available():
         if other_id == lesson.id:
             continue
         try:
-            needs = needed_names(lessons.get(other_id))
+            needs = needed_names(catalog.get(other_id))
         except LessonError:
             continue
         share = len(needs & names) / max(1, len(needs))
@@ -141,20 +141,20 @@ def other_lesson(lesson: lessons.Lesson, notebook: Any) -> tuple[str, int, int] 
 
 
 @functools.cache
-def prompt_texts(lesson: lessons.Lesson) -> frozenset[str]:
+def prompt_texts(lesson: catalog.Lesson) -> frozenset[str]:
     """The scaffold's own text (stripped) of its prediction and explanation cells: an unchanged one is unanswered."""
     return frozenset(cell.source.strip() for cell in scaffold(lesson).cells if cell.cell_type == "markdown"
                      and {"prediction", "explanation"} & set(cell.metadata.get("tags", [])))
 
 
 @functools.cache
-def given_sources(lesson: lessons.Lesson) -> frozenset[str]:
+def given_sources(lesson: catalog.Lesson) -> frozenset[str]:
     """The sources (stripped) of the scaffold's code cells tagged `given`."""
     return frozenset(source.strip() for source in tagged(scaffold(lesson).cells, "given"))
 
 
 @functools.cache
-def warm_sources(lesson: lessons.Lesson) -> tuple[str, ...]:
+def warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
     """The sources of the lesson's `warm_cells`, checked: they must be the scaffold's first code cells, in order,
     tagged `given`, and none may end in an expression (a kernel would display its value; the template shows
     nothing). A template runs them once with the batch's hash seed; they must not print, draw random numbers
@@ -178,7 +178,7 @@ def warm_sources(lesson: lessons.Lesson) -> tuple[str, ...]:
     return tuple(sources)
 
 
-def warm_prefix(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
+def warm_prefix(lesson: catalog.Lesson, notebook: Any) -> frozenset[int]:
     """Indices of the notebook's cells that a template's warm run stands for: the first code cells with source,
     when they are the lesson's warm cells unchanged and in order (matched by source, which the student controls
     as much as ids and tags); otherwise none."""
@@ -193,24 +193,24 @@ def warm_prefix(lesson: lessons.Lesson, notebook: Any) -> frozenset[int]:
 
 
 @functools.cache
-def given_by_id(lesson: lessons.Lesson) -> dict[str, str]:
+def given_by_id(lesson: catalog.Lesson) -> dict[str, str]:
     """The scaffold's given code cells, by cell id."""
     return {cell.get("id", ""): cell.source for cell in scaffold(lesson).cells
             if cell.cell_type == "code" and "given" in cell.metadata.get("tags", [])}
 
 
-def given_cells_in_order(lesson: lessons.Lesson) -> list[str]:
+def given_cells_in_order(lesson: catalog.Lesson) -> list[str]:
     """The scaffold's given code cells, in notebook order."""
     return tagged(scaffold(lesson).cells, "given")
 
 
 def release(lesson_id: str, out_dir: str | Path) -> Path:
     """Write the student notebook `<out_dir>/<lesson id>.ipynb`; no reference code is in it."""
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     return files.write_text(Path(out_dir) / f"{lesson.id}.ipynb", nbformat.writes(scaffold(lesson)))
 
 
-def answer_cells(lesson: lessons.Lesson) -> dict[str, Any]:
+def answer_cells(lesson: catalog.Lesson) -> dict[str, Any]:
     """The completed answer cells of `solutions/<id>/answers.py`, by cell id (ids start `answer-`)."""
     path = lesson.solutions / "answers.py"
     if not path.is_file():
@@ -220,7 +220,7 @@ def answer_cells(lesson: lessons.Lesson) -> dict[str, Any]:
     return {cell["id"]: cell for cell in cells if cell.cell_type == "code" and cell["id"].startswith("answer-")}
 
 
-def solution_notebook(lesson: lessons.Lesson) -> Any:
+def solution_notebook(lesson: catalog.Lesson) -> Any:
     """The scaffold with every answer cell replaced by the reference answer."""
     notebook = scaffold(lesson)
     answers = answer_cells(lesson)

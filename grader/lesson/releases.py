@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from grader.lesson import handout, lessons
+from grader.lesson import catalog, handout
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,12 @@ def _digest(source: str) -> str:
     return hashlib.sha256(source.strip().encode("utf-8")).hexdigest()
 
 
-def restore(lesson: lessons.Lesson, notebook: Any) -> tuple[Any, Release]:
+def restore(lesson: catalog.Lesson, notebook: Any) -> tuple[Any, Release]:
     """The notebook to run (a copy, with earlier releases' given cells replaced by the current ones) and its
     Release. A notebook with nothing to restore is returned as it is."""
     current = handout.given_by_id(lesson)
     earlier = {sha: (release, cell) for sha, release, cell in lesson.earlier_given if cell in current}
-    stated = lessons.released_version(notebook)
+    stated = catalog.released_version(notebook)
     found: dict[int, tuple[int, str]] = {}
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "code" and _digest(cell.source) in earlier:

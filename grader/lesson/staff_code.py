@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 
 from grader.base.errors import LessonError
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.lesson.cases import Checks
 from grader.lesson.handout import answer_cells, scaffold, tagged
 
 
 @functools.lru_cache(maxsize=64)
-def reference(lesson: lessons.Lesson, numbers: tuple[tuple[str, float], ...] = ()) -> dict[str, Any]:
+def reference(lesson: catalog.Lesson, numbers: tuple[tuple[str, float], ...] = ()) -> dict[str, Any]:
     """The reference namespace, built in the grader process only.
 
     It runs the scaffold cells tagged `reference` (given code the answers
@@ -56,7 +56,7 @@ def _module(path: Path, name: str) -> ModuleType:
 
 
 @functools.cache
-def properties(lesson: lessons.Lesson) -> Checks:
+def properties(lesson: catalog.Lesson) -> Checks:
     """The lesson's public consistency checks (`lessons/<id>/properties.py`): each is given what was asked
     (cases.Asked, decoded) and the student's decoded answer."""
     path = lesson.folder / "properties.py"
@@ -66,7 +66,7 @@ def properties(lesson: lessons.Lesson) -> Checks:
     return {name: fn for name, fn in vars(module).items() if callable(fn) and not name.startswith("_")}
 
 
-def hidden_cases(lesson: lessons.Lesson, seed: int) -> dict[str, list[lessons.Case]]:
+def hidden_cases(lesson: catalog.Lesson, seed: int) -> dict[str, list[catalog.Case]]:
     """Hidden cases per exercise, drawn from `seed` by `solutions/<id>/hidden.py`."""
     path = lesson.solutions / "hidden.py"
     if not path.is_file():
@@ -78,4 +78,4 @@ def hidden_cases(lesson: lessons.Lesson, seed: int) -> dict[str, list[lessons.Ca
     unknown = set(drawn) - {ex.id for ex in lesson.exercises}
     if unknown:
         raise LessonError(f"{path}: cases for unknown exercises {sorted(unknown)}")
-    return {ex_id: [lessons.case_from_spec(spec, hidden=True) for spec in specs] for ex_id, specs in drawn.items()}
+    return {ex_id: [catalog.case_from_spec(spec, hidden=True) for spec in specs] for ex_id, specs in drawn.items()}

@@ -11,7 +11,7 @@ from typing import Any
 from grader.base import spelling
 from grader.base.errors import LessonError
 from grader.base.shapes import mapping
-from grader.lesson import lessons
+from grader.lesson import catalog
 
 
 def view(result: dict[str, Any]) -> dict[str, Any] | None:
@@ -21,7 +21,7 @@ def view(result: dict[str, Any]) -> dict[str, Any] | None:
         return None
     questions: dict[str, Any] = {}
     try:
-        questions = {q.cell: q for q in lessons.get(str(result.get("lesson"))).written}
+        questions = {q.cell: q for q in catalog.get(str(result.get("lesson"))).written}
     except LessonError:
         pass
     written = []

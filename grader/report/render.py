@@ -22,7 +22,7 @@ from grader.base.errors import LessonError
 from grader.base.shapes import mapping
 from grader.intake import roster as class_list
 from grader.judge import mistakes
-from grader.lesson import lessons
+from grader.lesson import catalog
 from grader.lesson.folders import course_folder
 from grader.report import absent, figure, manual_view
 from grader.result import gradebook
@@ -177,7 +177,7 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
     prose: dict[str, str] = {}
     if result.get("lesson") and result.get("status") == "graded":
         try:
-            spec, prose = lessons.get(result["lesson"]).figure, lessons.get(result["lesson"]).report
+            spec, prose = catalog.get(result["lesson"]).figure, catalog.get(result["lesson"]).report
         except LessonError:  # a report of an unknown lesson still renders, without the figure
             spec = {}
     context["figure_caption"] = str(spec.get("caption", ""))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from grader.lesson.catalog import Lesson
 from grader.lesson.course import NO_POLICY, LessonPolicy
-from grader.lesson.lessons import Lesson
 from grader.result.manual import Decisions, LateCharge, Manual, WrittenGrade
 from grader.result.record import GradeResult
 

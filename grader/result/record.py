@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.base import files
-from grader.judge.judge import ExerciseResult
+from grader.judge.verdict import ExerciseResult
 from grader.lesson.releases import Release
 from grader.result.manual import Manual
 from grader.result.parts import CellFacts, Differing, Explanation, RunFacts, SandboxFacts, Section, Submitted

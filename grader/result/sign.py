@@ -24,7 +24,7 @@ from typing import Any
 from grader.base import files, notices
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
-from grader.lesson import course, lessons
+from grader.lesson import catalog, course
 
 KEY_NAME = "course.key"
 PUBLIC_NAME = "course.pub"
@@ -246,9 +246,9 @@ def sign(data: dict[str, Any], key: Any) -> dict[str, Any]:
 @functools.cache
 def lesson_digests(lesson_id: str | None) -> tuple[str | None, str | None]:
     """(lesson, reference) digests of a lesson's folders, read once per process; (None, None) for no known lesson."""
-    if lesson_id not in lessons.available():
+    if lesson_id not in catalog.available():
         return None, None
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     return (folder_digest(lesson.folder, ("lesson.toml", "scaffold.py", "properties.py")),
             folder_digest(lesson.solutions, ("answers.py", "hidden.py")))
 

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.lesson import course, lessons
+from grader.lesson import catalog, course
 from grader.result import seeds, sign, variants
 
 
@@ -74,7 +74,7 @@ def describe() -> CourseState:
                     else "none", ", ".join(variants.released()))]
     released = set(variants.released())
     lines = []
-    for lesson_id in lessons.available():
+    for lesson_id in catalog.available():
         policy = here.policy(lesson_id)
         on = variants.enabled(lesson_id)
         why = ("course.toml says so" if policy.variants is not None

@@ -35,7 +35,7 @@ from grader.base import files
 from grader.base.errors import GraderError, SubmissionRejected
 from grader.base.options import Options
 from grader.judge import expectations
-from grader.lesson import course, handout, lessons, staff_code
+from grader.lesson import catalog, course, handout, staff_code
 from grader.lesson.cases import AskReference, Stated
 from grader.result import seeds
 
@@ -68,7 +68,7 @@ def enabled(lesson_id: str) -> bool:
     return said if said is not None else lesson_id in released()
 
 
-def enable(lesson: lessons.Lesson) -> Path:
+def enable(lesson: catalog.Lesson) -> Path:
     """Record that `lesson` is graded per student from now on (grade, batch and the platforms read it)."""
     if not lesson.variants:
         raise GraderError(f"lesson {lesson.id} declares no [variants]: every student gets the seed's numbers")
@@ -81,12 +81,12 @@ def enable(lesson: lessons.Lesson) -> Path:
     return files.write_text(path, json.dumps({"lessons": known}, indent=1) + "\n", private=True)
 
 
-def defaults(lesson: lessons.Lesson) -> dict[str, float]:
+def defaults(lesson: catalog.Lesson) -> dict[str, float]:
     """The seed's numbers (each variant's first choice)."""
     return {name: choices[0] for name, choices in lesson.variants}
 
 
-def numbers_for(lesson: lessons.Lesson, student: str, secret: bytes | None) -> dict[str, float]:
+def numbers_for(lesson: catalog.Lesson, student: str, secret: bytes | None) -> dict[str, float]:
     """A student's numbers: each drawn from its choices by an HMAC of the lesson, the student and its name."""
     drawn = {}
     for name, choices in lesson.variants:
@@ -96,14 +96,14 @@ def numbers_for(lesson: lessons.Lesson, student: str, secret: bytes | None) -> d
     return drawn
 
 
-def graded_numbers(lesson: lessons.Lesson, student: str) -> dict[str, float] | None:
+def graded_numbers(lesson: catalog.Lesson, student: str) -> dict[str, float] | None:
     """The numbers a grade uses: the student's own where the course turned variants on, else None (the seed's)."""
     if not lesson.variants or not enabled(lesson.id):
         return None
     return numbers_for(lesson, student, seeds.course_secret())
 
 
-def found_numbers(lesson: lessons.Lesson, notebook: Any) -> tuple[int | None, dict[str, float]]:
+def found_numbers(lesson: catalog.Lesson, notebook: Any) -> tuple[int | None, dict[str, float]]:
     """(index, numbers) of the notebook's variant cell, recognised by text, never by position or id: the code cell
     that is the lesson's given variant cell but for its numbers; where none is (the student edited it), the first
     code cell that assigns every variant name a number at top level. (None, {}) when there is neither. A decoy cell
@@ -139,7 +139,7 @@ def assigned(source: str) -> dict[str, float]:
             and not isinstance(node.value.value, bool)}
 
 
-def refuse_elsewhere(lesson: lessons.Lesson, notebook: Any, name: str) -> None:
+def refuse_elsewhere(lesson: catalog.Lesson, notebook: Any, name: str) -> None:
     """Refuse, in one line, to grade a per-student handout (its metadata names its student and it holds numbers
     other than the seed's) where this course does not grade the lesson per student: graded on the seed's numbers,
     a right answer would lose points without a word."""
@@ -155,7 +155,7 @@ def refuse_elsewhere(lesson: lessons.Lesson, notebook: Any, name: str) -> None:
         f"[lessons.{lesson.id}] variants = true in its course.toml")
 
 
-def own_numbers(lesson: lessons.Lesson, notebook: Any, student: str, name: str,
+def own_numbers(lesson: catalog.Lesson, notebook: Any, student: str, name: str,
                 options: Options) -> tuple[Any, dict[str, float] | None, dict[str, float]]:
     """(the notebook to run, the numbers it is graded on, the numbers it held): the student's own where the course
     grades the lesson per student (their variant cell set to them), else the seed's (None); a per-student handout
@@ -178,7 +178,7 @@ def held_elsewhere(notebook: Any, student: str, numbers: dict[str, float] | None
             f"({shown(numbers)})"]
 
 
-def applied(lesson: lessons.Lesson, notebook: Any, numbers: dict[str, float]) -> tuple[Any, dict[str, float]]:
+def applied(lesson: catalog.Lesson, notebook: Any, numbers: dict[str, float]) -> tuple[Any, dict[str, float]]:
     """The notebook to run, its variant cell set to `numbers` (a copy), and the numbers the notebook itself held."""
     index, held = found_numbers(lesson, notebook)
     if index is None or held == numbers:
@@ -201,7 +201,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def public_figures(lesson: lessons.Lesson, numbers: dict[str, float]) -> dict[str, Any]:
+def public_figures(lesson: catalog.Lesson, numbers: dict[str, float]) -> dict[str, Any]:
     """The reference's answers, for these numbers, to every public case that varies (`exercise/index` keys)."""
     reference = staff_code.reference(lesson, tuple(sorted(numbers.items())))
     figures = {}
@@ -212,7 +212,7 @@ def public_figures(lesson: lessons.Lesson, numbers: dict[str, float]) -> dict[st
     return figures
 
 
-def student_handout(lesson: lessons.Lesson, student: str, secret: bytes | None) -> Any:
+def student_handout(lesson: catalog.Lesson, student: str, secret: bytes | None) -> Any:
     """One student's handout: their numbers in the text (the figures it quotes computed for them) and the variant
     cell, their public figures in its metadata (for the self-check), and whose it is, bound to the course (its
     owner mark: an HMAC under the course secret that no one can move to another student's id)."""
@@ -237,7 +237,7 @@ def owner_mark(lesson_id: str, student: str, secret: bytes | None, key: str | No
     return hmac.new(bytes.fromhex(key), student.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()[:32]
 
 
-def handout_owner(lesson: lessons.Lesson, notebook: Any, secret: bytes | None, key: str | None = None) -> str | None:
+def handout_owner(lesson: catalog.Lesson, notebook: Any, secret: bytes | None, key: str | None = None) -> str | None:
     """The student whose handout this notebook is, where its metadata names one and the owner mark holds under this
     course's secret (an edited name, or a handout of another course, is no one's)."""
     meta = notebook.metadata.get("grader") if isinstance(notebook.metadata, dict) else None
@@ -249,7 +249,7 @@ def handout_owner(lesson: lessons.Lesson, notebook: Any, secret: bytes | None, k
     return student if hmac.compare_digest(mark, owner_mark(lesson.id, student, secret, key)) else None
 
 
-def identity(lesson: lessons.Lesson, notebook: Any, given: str | None, stem: str,
+def identity(lesson: catalog.Lesson, notebook: Any, given: str | None, stem: str,
              key: str) -> tuple[str, str | None, list[str]]:
     """(the student graded, whose handout it is where that is another student, notes): the student named (a
     batch's platform identity, or --student), else the handout's owner by its mark, else the file's name."""
@@ -269,8 +269,8 @@ def shown(numbers: dict[str, float]) -> str:
     return ", ".join(f"{name} = {value:g}" for name, value in sorted(numbers.items()))
 
 
-def own_figures(lesson: lessons.Lesson, ex_id: str, cases: list[lessons.Case], numbers: dict[str, float] | None,
-                 notebook: Any, graded: bool) -> tuple[list[lessons.Case], dict[str, Any] | None]:
+def own_figures(lesson: catalog.Lesson, ex_id: str, cases: list[catalog.Case], numbers: dict[str, float] | None,
+                 notebook: Any, graded: bool) -> tuple[list[catalog.Case], dict[str, Any] | None]:
     """Public cases whose figures follow the student's own numbers (`varies`): graded, the reference answers them
     for those numbers (the namespace returned); in a self-check, which has no reference, the figures the handout
     carries for its numbers stand in for the seed's."""
@@ -290,7 +290,7 @@ def own_figures(lesson: lessons.Lesson, ex_id: str, cases: list[lessons.Case], n
             if i in varied and f"{ex_id}/{i}" in figures else c for i, c in enumerate(cases)], None
 
 
-def own_options(lesson: lessons.Lesson, options: Options, student: str, secret: bytes | None,
+def own_options(lesson: catalog.Lesson, options: Options, student: str, secret: bytes | None,
                 per_student: bool) -> Options:
     """A student's options as a batch's parent decides them (so a cluster's workers need no course secret): their
     own hidden-case seed where none is recorded or given, and their own numbers where the course grades the lesson
@@ -314,7 +314,7 @@ def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[
 
     if not asked:
         raise GraderError("--roster and --student go with --variants (a notebook per student)")
-    lesson = lessons.get(lesson_id)
+    lesson = catalog.get(lesson_id)
     ids = [member.student for member in class_list.read(roster).members] if roster else []
     ids = list(dict.fromkeys(layouts.student_id(i) for i in [*ids, *students]))
     if not ids:

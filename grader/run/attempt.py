@@ -3,7 +3,7 @@
 A cell past its budget is interrupted (nbclient's `interrupt_on_timeout`); a
 second interrupt for the same cell means the kernel ignores them (`Stuck`). A
 dead or stuck kernel, a flood or a garbled message ends the attempt, naming the
-cell or probe to blame (`Attempt.killer`), which run.py leaves out of the next.
+cell or probe to blame (`Attempt.killer`), which execution.py leaves out of the next.
 Only nbclient's public hooks are used: `on_cell_start`, `on_cell_executed`,
 `timeout_func` and the client's `output`.
 """
@@ -23,7 +23,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from grader.base.limits import Limits
-from grader.kernel import kernel_messages
+from grader.kernel import protocol
 from grader.kernel.sandbox import SandboxKernelManager
 from grader.run.cells import TRUNCATED, CellRun, ProbeOutcome, plain_traceback, readable, short_error, stdout, whole_seconds
 from grader.run.sections import JOURNAL, Sectioned
@@ -98,7 +98,7 @@ class OutputCapped(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
-async def watch_protocol(channel: kernel_messages.CheckedChannel, km: Any, watched: Watched) -> None:
+async def watch_protocol(channel: protocol.CheckedChannel, km: Any, watched: Watched) -> None:
     """A kernel that sent a malformed message is stopped; nbclient then meets a dead kernel on its own path."""
     await channel.broken.wait()
     watched.garbled = watched.garbled or channel.malformed

