@@ -4,12 +4,14 @@ Traces one `grader grade` (a sample of inference-capacity, HTML and JSON report 
 `sys.setprofile`, keeping every call that crosses from one room of the package into another. A room is a
 module, and a floor is a stage: a folder of `grader/` (base, intake, lesson, kernel, run, judge, result, report,
 classroom) or the top (cli, grading). A move goes back up when it enters a room the walk has already left.
-Usage: python bench/grade_walk.py [TREE] [--lookups] (TREE: a checkout of the grader, default this one; for a flat tree the
+Usage: python bench/grade_walk.py [TREE] [--lookups] [--batch] (--batch: the parent of `grader batch` over the
+inference-capacity samples instead of one grade; TREE: a checkout of the grader, default this one; for a flat tree the
 stage of each module is read from FLOORS below, so both layouts are counted the same way).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import tempfile
@@ -42,8 +44,10 @@ def walk(tree: Path) -> list[tuple[str, str, str]]:
     def room(filename: str) -> str | None:
         if not filename.startswith(package):
             return None
-        module = Path(filename).stem
-        return f"{STAGE.get(module, 'top')}/{module}"
+        inside = Path(filename).relative_to(package[:-1])
+        module = inside.stem
+        stage = inside.parts[0] if len(inside.parts) > 1 else STAGE.get(module, "top")  # a flat tree: FLOORS
+        return f"{stage}/{module}"
 
     def profile(frame, event, arg):
         if event != "call":
@@ -63,6 +67,9 @@ def walk(tree: Path) -> list[tuple[str, str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
         args = ["grade", str(tree / "samples" / "inference-capacity" / "ben.py"), "--lesson", "inference-capacity",
                 "--no-sandbox", "--json", f"{tmp}/r.json", "--html", f"{tmp}/r.html"]
+        if "--batch" in sys.argv:  # the batch parent's walk (its workers are processes of their own)
+            args = ["batch", str(tree / "samples" / "inference-capacity"), "--lesson", "inference-capacity",
+                    "--out", f"{tmp}/out", "--no-sandbox", "--jobs", "1"]
         sys.setprofile(profile)
         try:
             cli.main(args, standalone_mode=False)
@@ -71,13 +78,35 @@ def walk(tree: Path) -> list[tuple[str, str, str]]:
     return moves
 
 
+def climbs(moves: list[tuple[str, str, str]], order: list[str]) -> tuple[int, list[str]]:
+    """How often the spine (the top's modules calling into a stage) goes back to a stage it had already left:
+    a spine that reads as the flow enters each stage once, in order."""
+    path: list[str] = []
+    for caller, callee, _ in moves:
+        stage = callee.split("/")[0]
+        if caller.split("/")[0] == "top" and stage != "top" and (not path or path[-1] != stage):
+            path.append(stage)
+    return sum(1 for i, stage in enumerate(path) if stage in path[:i]), path
+
+
+def _order(tree: Path) -> list[str]:
+    """The stages in the order the walked tree declares (grader.FLOW, its folders; the top in the spine's place),
+    or, for an older tree that declares none, the order its folders had."""
+    text = (tree / "grader" / "__init__.py").read_text()
+    if "FLOW = (" in text:
+        flow = ast.literal_eval(text.split("FLOW = ", 1)[1].split("\n", 1)[0])  # its own literal, read, not imported
+        return [("top" if stage == "grading" else stage) for stage in flow]
+    return ["base", "intake", "lesson", "kernel", "run", "judge", "result", "report", "top", "classroom"]
+
+
 def main() -> None:
-    tree = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 and sys.argv[1] != "--lookups" else Path(__file__).resolve().parent.parent
+    given = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
+    tree = Path(given[0]).resolve() if given else Path(__file__).resolve().parent.parent
     moves = walk(tree)
     rooms = {callee for _, callee, _ in moves} | {caller for caller, _, _ in moves}
     edges = {(caller, callee) for caller, callee, _ in moves}
     floor_edges = {(a.split("/")[0], b.split("/")[0]) for a, b in edges if a.split("/")[0] != b.split("/")[0]}
-    order = ["base", "intake", "lesson", "kernel", "run", "judge", "result", "report", "top", "classroom"]
+    order = _order(tree)
     up = {(a, b) for a, b in floor_edges if order.index(b) > order.index(a)}
     if "--lookups" in sys.argv:
         import collections
@@ -86,7 +115,11 @@ def main() -> None:
     print(f"modules entered {len(rooms)}; calls across modules {len(moves)}, {len(edges)} distinct module pairs")
     print(f"floors entered {len({r.split('/')[0] for r in rooms})}; {len(floor_edges)} distinct floor pairs, "
           f"{len(up)} of them calling a later stage: {sorted(up)}")
-    print(f"calls of functions that take a lesson id: {len(BY_ID)} (of {len(set(BY_ID))} functions)")
+    lookups = sum(1 for name in BY_ID if name in ("lesson/catalog.get", "lesson/lessons.get"))
+    print(f"calls of functions that take a lesson id: {len(BY_ID)} (of {len(set(BY_ID))} functions); "
+          f"lessons looked up by id: {lookups}")
+    back, path = climbs(moves, order)
+    print(f"climbs back: {back} (the spine's calls, in order, entering a stage it had already left: {' '.join(path)})")
 
 
 if __name__ == "__main__":

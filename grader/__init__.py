@@ -10,6 +10,18 @@ from typing import Any
 
 __all__ = ["grade", "check", "GradeResult", "Options"]
 
+FLOW = ("base", "intake", "lesson", "kernel", "run", "judge", "result", "report", "grading", "classroom", "service")
+"""The order of the flow, written once: stage N is FLOW[N]. A folder of `grader/` is a stage (its docstring says
+"Stage N"); `grading` is the spine at the top (load -> run -> probe -> judge -> record for one submission);
+`classroom` grades a class with it, and `service` serves the course above both (the submission service and the
+LMS). The README's map lists the folders in this order, and no module imports a later stage (tests/test_layering.py)."""
+BESIDE_THE_SPINE = ("in_notebook", "watch", "authoring", "proof", "validate", "steady", "new_lesson")
+"""Modules at the top that use the spine for one person (the student's check, the author's validate)."""
+DOOR = ("cli_flags", "cli_class", "cli")
+"""The command line, last: it may call every stage."""
+ROOMS = FLOW[:FLOW.index("grading") + 1] + BESIDE_THE_SPINE + FLOW[FLOW.index("grading") + 1:] + DOOR
+"""Every stage and top-level module in the order imports may go (earlier only)."""
+
 
 def check(path: str | None = None, exercise: str | None = None, lesson: str | None = None) -> Any:
     """The student's self-check, from inside a notebook: `grader.check()` checks the saved notebook this kernel

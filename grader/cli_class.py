@@ -46,16 +46,18 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
         echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
     # One hash seed for the whole batch, fixed now: the template's interpreter starts with it (a regrade's takes
     # the one its results recorded, read from the gradebook later). Derived, so a rerun's kernels are the same.
-    if options.hash_seed is None and not regrade:
-        from grader.result import seeds
+    from grader.lesson import catalog
+    from grader.result import seeds
 
-        options = replace(options, hash_seed=seeds.batch_hash_seed(lesson_id, seeds.course_secret()))
+    lesson = catalog.get(lesson_id)  # the batch's one lookup: the lesson travels as itself from here
+    if not regrade:
+        options = replace(options, hash_seed=seeds.batch_hash_seed_for(lesson.id, options.hash_seed))
     if scheduler is None and not regrade:
-        warm_start.start(lesson_id, options)
+        warm_start.start(lesson, options)
     from grader.classroom import batch as batching
 
     try:
-        summary = batching.run(batching.Request(Path(folder), lesson_id, Path(out_dir), jobs, options, scheduler,
+        summary = batching.run(batching.Request(Path(folder), lesson, Path(out_dir), jobs, options, scheduler,
                                                 Path(tls_dir) if tls_dir else None, Path(roster) if roster else None,
                                                 regrade, force, began=began))
     except KeyboardInterrupt:
@@ -191,7 +193,7 @@ def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None
                reason: str, grader_name: str, port: int) -> None:
     """Grade the written answers of a batch by rubric in the browser (OUTDIR: the batch's --out), or through a CSV;
     override an exercise's score with a reason. Every decision joins the student's grade, re-signed."""
-    from grader.classroom import review, review_app, review_csv
+    from grader.classroom import review, review_app
 
     if export_path or import_path or override:
         opened = review.Review(out_dir, grader_name)
@@ -201,9 +203,9 @@ def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None
                 opened.override(student, exercise, None if score == "auto" else _score(score), reason)
                 echo(f"{student}: {exercise} {'back to the autograder' if score == 'auto' else 'set to ' + score}")
             if import_path:
-                echo(f"{review_csv.import_csv(opened, import_path)} decisions taken from {import_path}")
+                echo(f"{review.import_csv(opened, import_path)} decisions taken from {import_path}")
             if export_path:
-                echo(f"{review_csv.export_csv(opened, export_path)} answers written to {export_path}")
+                echo(f"{review.export_csv(opened, export_path)} answers written to {export_path}")
             opened.refresh()
         finally:
             opened.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +15,10 @@ from grader.base.errors import DeviceUnavailable, GraderError, LessonError, Sand
 from grader.base.options import MAX_HASH_SEED, Options
 from grader.intake import load
 from grader.judge import completion, expectations, verdict
-from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox, warm_start, zygote
+from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox, zygote
 from grader.lesson import catalog, folders, handout, releases, staff_code
-from grader.report import finish
 from grader.result import joining, parts, seeds, variants
-from grader.result.record import INTERNAL_ERROR, GradeResult
+from grader.result.record import GradeResult
 from grader.run import decoded, device_check, execution, probe
 from grader.run.cells import SKIPPED
 
@@ -39,58 +37,8 @@ def rejected(path: str | Path, reason: str, lesson: str | None = None, student: 
                        submission=Path(path).name, graded_at=now)
 
 
-def prepare(lesson_id: str, options: Options) -> None:
-    """Do once what every grade of a batch would otherwise repeat in each worker.
-
-    Fills the lesson's compilation cache if this machine has none yet, starts
-    the shared zygote in the background, and meanwhile asks the reference for
-    every public case, loads the checks, compiles the JSON shape checks, reads
-    the host's facts and imports the report code; worker processes forked
-    afterwards inherit all of it. Nothing here is required: a worker does
-    whatever is missing itself.
-    """
-    starting = warm_start.start(lesson_id, options)
-    lesson = catalog.get(lesson_id)
-    if not options.public_only:
-        try:
-            _public_expectations(lesson)
-        except Exception:
-            pass
-    staff_code.properties(lesson)
-    probe.warm()
-    load.warm()
-    host.facts(folders.course_root())
-    finish.warm()
-    if starting is not None:
-        try:
-            starting.wait_ready()
-        except GraderError:
-            pass
-
-
 PROBES_KEY = "__probes__"
 """The tail cell that probes every exercise, one section each."""
-
-
-def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> finish.Graded:
-    """The per-submission task of a batch (local worker or cluster): a result, never an exception."""
-    import traceback
-
-    started = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the host
-    try:
-        result = grade(path, lesson_id, options, student)
-    except GraderError as err:
-        result = rejected(path, str(err), lesson_id, student)
-    except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
-        traceback.print_exc()
-        result = rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student)
-    rendering = time.monotonic()
-    graded = finish.drawn(result)
-    result = graded.result
-    if result.run is not None:
-        result = dataclasses.replace(result, run=result.run.timed("render", round(time.monotonic() - rendering, 3)))
-    return dataclasses.replace(graded, result=result,
-                               worker={"pid": os.getpid(), "start": started, "end": time.monotonic()})
 
 
 def _seed(lesson: catalog.Lesson, student: str, options: Options) -> tuple[int, str]:
@@ -162,9 +110,46 @@ class _Ran:
     given: frozenset[int]
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """What is drawn for this student, decided once: the submission as it will run (their handout's numbers
+    restored, an older release's cells mapped), its lesson, their seeds and the cases every exercise asks."""
+
+    submission: load.Submission
+    lesson: catalog.Lesson
+    release: releases.Release
+    numbers: dict[str, float] | None
+    notes: tuple[str, ...]
+    """Who the notebook is (an owner mark naming another student), numbers held elsewhere."""
+    handout_of: str | None
+    seed: int
+    seed_from: str
+    hash_seed: int
+    plans: list[probe.ExercisePlan]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What was judged, outside the kernel: each exercise's verdict, the notes, and the student's answers shown."""
+
+    verdicts: tuple[verdict.ExerciseResult, ...]
+    notes: tuple[str, ...]
+    shown: dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]]
+    values: dict[str, dict[str, Any]]
+    seconds: float
+
+
 def grade(path: str | Path, lesson_id: str | None = None, options: Options = Options(),
           student: str | None = None) -> GradeResult:
-    """Grade one submission; raises SubmissionRejected or LessonError for bad input."""
+    """Grade one submission, one stage after another; raises SubmissionRejected or LessonError for bad input."""
+    drawn = draw(path, lesson_id, options, student)  # load -> what this student meets
+    ran = run_submission(drawn.lesson, drawn.submission, drawn.plans, options, drawn.hash_seed)  # kernel -> run -> probe
+    judged = judge_run(drawn, ran, options)  # judge, outside the kernel
+    return recorded(drawn, ran, judged, options)  # the result
+
+
+def draw(path: str | Path, lesson_id: str | None, options: Options, student: str | None) -> Drawn:
+    """Read the submission and decide, once, what this student meets."""
     submission = load.read(path, student)
     lesson = catalog.get(_lesson_id(lesson_id, submission))
     key = options.handout_key or variants.handout_key(lesson.id, seeds.course_secret())  # none on a student's machine
@@ -175,48 +160,56 @@ def grade(path: str | Path, lesson_id: str | None = None, options: Options = Opt
                                                    options)
     submission = dataclasses.replace(submission, notebook=restored)
     seed, seed_from = _seed(lesson, submission.student, options)
-    hash_seed = hash_seed_for(options, seed)
-    plans = plans_for(lesson, seed, options.public_only)
-    ran = run_submission(lesson, submission, plans, options, hash_seed)
-    executed, nonce = ran.executed, ran.nonce
-    judging = time.monotonic()
-    probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, SKIPPED),
-                                              nonce, options.limits.probe_payload_bytes) for plan in plans}
-    verdicts = verdicts_of(lesson, plans, probes, executed, submission, options, numbers)
-    notes, verdicts = _noted(lesson, submission, release, verdicts)
-    notes[:0] = named + variants.held_elsewhere(submission.notebook, submission.student, numbers, held)
-    shown = _evidence(lesson, plans, probes)
+    notes = tuple(named) + tuple(variants.held_elsewhere(submission.notebook, submission.student, numbers, held))
+    return Drawn(submission, lesson, release, numbers, notes, handout_of, seed, seed_from,
+                 hash_seed_for(options, seed), plans_for(lesson, seed, options.public_only))
+
+
+def judge_run(drawn: Drawn, ran: _Ran, options: Options) -> Judged:
+    """Each exercise judged on what the probes read, the notes on the notebook as a whole, the answers to show."""
+    started = time.monotonic()
+    lesson, executed, nonce, payload = drawn.lesson, ran.executed, ran.nonce, options.limits.probe_payload_bytes
+    probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, SKIPPED), nonce, payload)
+              for plan in drawn.plans}
+    verdicts = verdicts_of(lesson, drawn.plans, probes, executed, drawn.submission, options, drawn.numbers)
+    notes, verdicts = _noted(lesson, drawn.submission, drawn.release, verdicts)
     values = _values(lesson, ran.evidence_plan, probe.collect(
-        ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, SKIPPED), nonce, options.limits.probe_payload_bytes))
+        ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, SKIPPED), nonce, payload))
+    return Judged(tuple(verdicts), drawn.notes + tuple(notes), _evidence(lesson, drawn.plans, probes), values,
+                  time.monotonic() - started)
+
+
+def recorded(drawn: Drawn, ran: _Ran, judged: Judged, options: Options) -> GradeResult:
+    """The result of a grade: every stage's facts in one typed record, the instructor's part joined."""
+    lesson, submission, executed, check = drawn.lesson, drawn.submission, ran.executed, options.public_only
     env, reported = _environment(options, ran)
     how = parts.MeasuredHow("timings depend on the host and the load; they are checked for structure, never for speed",
                             reported.get("jax_matmul_precision"),
                             lesson.report.get("percentile_method", "not stated by the lesson"),
                             lesson.report.get("measured_units", ""), options.jobs_at_once)
+    shown, values = judged.shown, judged.values
     return joining.joined(GradeResult(
         status="graded", lesson=lesson.id, student=submission.student,
-        score=float(sum(v.score for v in verdicts)), max_score=lesson.max_score,
-        exercises=tuple(verdicts),
+        score=float(sum(v.score for v in judged.verdicts)), max_score=lesson.max_score, exercises=judged.verdicts,
         measured=parts.Section(tuple(shown["measured"]), tuple(values["measured"].items()), how)
         if shown["measured"] else None,
         simulated=parts.Section(tuple(shown["simulated"]), tuple(values["simulated"].items())),
         environment=env,
         sandbox=parts.SandboxFacts.from_dict(dict(ran.report.to_dict(),
                                                   memory_bound=devices.memory_bound(ran.start.device, options.limits))),
-        mode="check" if options.public_only else "grade",
-        seed=None if options.public_only else seed,
-        seed_from="" if options.public_only else seed_from,
-        hash_seed=hash_seed,
+        mode="check" if check else "grade", seed=None if check else drawn.seed,
+        seed_from="" if check else drawn.seed_from, hash_seed=drawn.hash_seed,
         digest=submission.digest, submission=Path(submission.path).name,
-        graded_at=env["graded_at"], notes=tuple(notes) + tuple(executed.dropped),
+        graded_at=env["graded_at"], notes=judged.notes + tuple(executed.dropped),
         run=parts.RunFacts(executed.attempts, round(executed.seconds, 3),
-                           tuple(_phases(executed, ran.given, time.monotonic() - judging).items()),
+                           tuple(_phases(executed, ran.given, judged.seconds).items()),
                            executed.flood, executed.deadline_hit),
         cells=tuple(parts.CellFacts(c.index, c.cell_id, c.status, f"{c.ename}: {c.evalue}".strip(": "),
                                     round(c.seconds, 3)) for c in executed.cells if c.status != "empty"),
         stored_outputs=len(submission.as_submitted),
         as_submitted=tuple(_differing(submission.as_submitted, executed.notebook)),
-        release=release, numbers=tuple(sorted(numbers.items())) if numbers else (), handout_of=handout_of,
+        release=drawn.release, numbers=tuple(sorted(drawn.numbers.items())) if drawn.numbers else (),
+        handout_of=drawn.handout_of,
         explanations=tuple(parts.Explanation(e["cell_id"], e["kind"], e["text"],
                                              e["text"].strip() in handout.prompt_texts(lesson))
                            for e in submission.explanations),
@@ -248,8 +241,8 @@ def run_submission(lesson: catalog.Lesson, submission: load.Submission, plans: l
     prefix = _warm_prefix(lesson, submission.notebook, options, start) if warm else frozenset()
     limits = options.limits
     executed = execution.execute(submission.notebook, tail, limits,
-                           (lambda: zygote.kernel_manager(report, limits, start, warm_cells=bool(prefix))) if warm
-                           else (lambda: sandbox.kernel_manager(report, limits, start)),
+                           functools.partial(zygote.kernel_manager, report, limits, start, warm_cells=bool(prefix))
+                           if warm else functools.partial(sandbox.kernel_manager, report, limits, start),
                            given=given, warm=prefix)
     return _Ran(executed, report, start, device, checked, fell_back, nonce, evidence_plan, given)
 
@@ -261,7 +254,7 @@ def verdicts_of(lesson: catalog.Lesson, plans: list[probe.ExercisePlan], probes:
     (for the student's own numbers, where the course grades the lesson per student)."""
     reference = None if options.public_only else staff_code.reference(lesson)
     checks = staff_code.properties(lesson)
-    public = _public_expectations(lesson) if reference is not None else {}
+    public = public_expectations(lesson) if reference is not None else {}
     verdicts = []
     for ex, plan in zip(lesson.exercises, plans):
         found = probes[ex.id]
@@ -329,7 +322,7 @@ def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[s
 
 
 @functools.cache
-def _public_expectations(lesson: catalog.Lesson) -> dict[tuple[str, int], expectations.Expectation]:
+def public_expectations(lesson: catalog.Lesson) -> dict[tuple[str, int], expectations.Expectation]:
     """The expectation of every public case, by (exercise, position): the same for every student, so a batch
     asks the reference once (in the parent, before its workers fork) instead of once per grade."""
     reference = staff_code.reference(lesson)

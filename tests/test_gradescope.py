@@ -237,11 +237,12 @@ def test_a_deep_folder_and_hostile_names_still_give_one_plain_results_json(bundl
 
 def test_a_grader_failure_still_writes_results_json(tmp_path, monkeypatch):
     from grader import grading
+    from grader.classroom import worker
 
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     (root / "submission" / "a.ipynb").write_text("{}")
-    monkeypatch.setattr(grading, "grade_one", lambda *a, **k: (_ for _ in ()).throw(RecursionError("deep")))
+    monkeypatch.setattr(worker, "grade_one", lambda *a, **k: (_ for _ in ()).throw(RecursionError("deep")))
     graded, data, results = gradescope.run(root, LESSON, grading.Options())
     written = json.loads((results / "results.json").read_text())
     assert written == graded and written["score"] == 0 and "grader failed (RecursionError)" in written["output"]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
+import grader
+
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-ROOMS = ["base", "intake", "lesson", "kernel", "run", "judge", "result", "report",
-         "grading", "in_notebook", "watch", "authoring", "proof", "validate", "steady", "new_lesson", "classroom", "cli_flags", "cli_class", "cli"]
-"""The stages in data-flow order: a folder of `grader/` (load -> run -> judge -> record -> render -> the class) or a
-module at its top (the spine `grading`, the commands beside it, the door `cli`)."""
+ROOMS = list(grader.ROOMS)
+"""The stages in data-flow order, as the package declares them once (grader.FLOW): a folder of `grader/` (load ->
+run -> judge -> record -> render -> the class -> the service) or a module at its top (the spine `grading`, the
+commands beside it, the door `cli`)."""
 MAX_TOP = 12
 MAX_FLOOR = 15
 
@@ -84,12 +87,27 @@ def test_the_tree_is_the_flow():
     modules = _modules()
     top = [m for m in modules if m.count(".") == 1]
     assert len(top) <= MAX_TOP, top
-    floors = {room(m) for m in modules if m.count(".") == 2}
+    floors = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert floors == set(ROOMS) - {room(m) for m in top}, floors
     for floor in floors:
         inside = [m for m in modules if room(m) == floor]
         assert len(inside) <= MAX_FLOOR, (floor, inside)
         assert (PACKAGE / floor / "__init__.py").read_text().startswith('"""'), f"{floor} says what it is"
+
+
+def test_the_order_is_written_once_and_every_place_says_it():
+    """grader.FLOW is the order; each folder's docstring says its stage number, the README's map lists the folders
+    in that order, and the bench that walks a grade reads the same order."""
+    folders = [stage for stage in grader.FLOW if (PACKAGE / stage / "__init__.py").is_file()]
+    for stage in folders:
+        said = re.match(r'"""Stage (\d+)', (PACKAGE / stage / "__init__.py").read_text())
+        assert said and int(said.group(1)) == grader.FLOW.index(stage), f"{stage}/__init__.py: Stage {grader.FLOW.index(stage)}"
+    readme = (PACKAGE.parent / "README.md").read_text().split("```\ngrader/\n", 1)[1].split("```", 1)[0]
+    listed = re.findall(r"^  ([a-z_]+)/", readme, re.M)
+    assert listed == [f for f in folders if f in listed] and set(folders) - set(listed) <= {"service"}, listed
+    assert not re.search(r'^"""Step \d', "".join(p.read_text() for p in PACKAGE.rglob("*.py")), re.M)  # one numbering
+    walk = (PACKAGE.parent / "bench" / "grade_walk.py").read_text()
+    assert "grader.ROOMS" in walk or "FLOW" in walk
 
 
 def test_a_planted_upward_import_is_caught_absolute_or_relative():

@@ -210,7 +210,7 @@ def test_the_ca_and_its_folder_are_not_writable_by_others_under_umask_000(tmp_pa
 # 7. (low) the spreadsheet round trip gives back what was exported
 
 def test_an_export_read_back_keeps_ids_and_comments_that_look_like_formulas(tmp_path):
-    from grader.classroom import review_csv
+    from grader.classroom import review as review_csv
 
     rows = [list(review_csv.CSV_COLUMNS), ["-ben", "explanation", "1", "2", "", "-0.5: no units", "=ta"],
             ["ada", "explanation", "", "2", "overhead;jitter", "+ fine | good", ""]]

@@ -483,15 +483,17 @@ def test_warm_cells_that_raise_print_or_need_ipython_are_left_to_each_kernel(cel
 
 
 def test_a_template_started_by_the_command_line_is_the_one_the_batch_forks_from():
-    """warm_start.start (what `grader batch` calls before its imports) and grading.prepare (what the batch
+    """warm_start.start (what `grader batch` calls before its imports) and worker.prepare (what the batch
     calls after them) agree on the template: one zygote, started once, ready when prepare returns."""
+    from grader.classroom import worker
     from grader.kernel import warm_start
+    from grader.lesson import catalog
 
     options = grading.Options(limits=FAST, sandbox="bwrap", require_sandbox=True, zygote=True, hash_seed=1234)
-    early = warm_start.start("inference-scaling", options)
+    early = warm_start.start(catalog.get("inference-scaling"), options)
     assert early is not None and early.start.hash_seed == 1234
     homes = set(sandbox.run_root().glob(f"zygote-{os.getpid()}-*"))
-    grading.prepare("inference-scaling", options)
+    worker.prepare(catalog.get("inference-scaling"), options)
     assert set(sandbox.run_root().glob(f"zygote-{os.getpid()}-*")) == homes and early.home in homes  # none started
     assert zygote.shared(FAST, early.start) is early and early.ready and early.alive()
-    assert warm_start.start("inference-scaling", replace(options, zygote=False)) is None
+    assert warm_start.start(catalog.get("inference-scaling"), replace(options, zygote=False)) is None

@@ -6,6 +6,7 @@ import pytest
 
 from grader.base.options import Options
 from grader.kernel import warm_start, zygote
+from grader.lesson import catalog
 
 
 @pytest.mark.parametrize("options", [
@@ -16,10 +17,16 @@ from grader.kernel import warm_start, zygote
 def test_no_template_where_no_kernel_would_be_forked(monkeypatch, options):
     started = []
     monkeypatch.setattr(zygote, "start_shared", lambda *args, **kwargs: started.append(args))
-    assert warm_start.start("inference-capacity", options) is None and started == []
+    assert warm_start.start(catalog.get("inference-capacity"), options) is None and started == []
 
 
-def test_an_unknown_lesson_starts_nothing_and_raises_nothing(monkeypatch):
+def test_a_batch_of_an_unknown_lesson_is_one_line_before_any_template_starts(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from grader import cli
+
     started = []
     monkeypatch.setattr(zygote, "start_shared", lambda *args, **kwargs: started.append(args))
-    assert warm_start.start("no-such-lesson", Options(zygote=True, sandbox="none")) is None and started == []
+    done = CliRunner().invoke(cli.main, ["batch", str(tmp_path), "--lesson", "no-such-lesson", "--out", str(tmp_path / "o")])
+    assert done.exit_code == 2 and "no-such-lesson" in done.output and len(done.output.strip().splitlines()) == 1
+    assert started == [] and not (tmp_path / "o").exists()

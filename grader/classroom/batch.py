@@ -34,6 +34,7 @@ from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
 from grader.classroom import certs, review_join, review_store, similarity
 from grader.classroom.batch_folder import BatchFolder, digest, entry_digest
+from grader.classroom.worker import grade_one, prepare
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
 from grader.lesson import catalog
@@ -73,7 +74,8 @@ class Request:
 
     submissions: Path
     """The class's files: a folder or a .zip, in any of layouts.LAYOUTS."""
-    lesson: str
+    lesson: str | catalog.Lesson
+    """The lesson, as itself (the CLI looked it up once) or by its id."""
     out: Path
     """The batch folder (batch_folder.BatchFolder); rerunning into it resumes."""
     jobs: int | None = None
@@ -144,15 +146,14 @@ def _plan(folder: str | Path, lesson: catalog.Lesson, out: BatchFolder, jobs: in
         _refuse_without_isolation(options)
     # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks
     # (a cluster's workers fork from templates of their own, cluster.TemplatePlugin, with this one too).
-    hash_seed = options.hash_seed if options.hash_seed is not None else regrades.batch_hash_seed(recorded)
-    hash_seed = hash_seed if hash_seed is not None else seeds.batch_hash_seed(lesson.id, seeds.course_secret())
+    hash_seed = seeds.batch_hash_seed_for(lesson.id, options.hash_seed, regrades.batch_hash_seed(recorded))
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
     secret = seeds.course_secret()
     on = variants.enabled(lesson.id)  # the course secret and its record read once, not once per student
     per_student = {e.student: variants.own_options(lesson, regrades.options_for(options, recorded.get(e.student)),
                                                    e.student, secret, on) for e in todo}
     if todo and scheduler is None:
-        grading.prepare(lesson.id, options)
+        prepare(lesson, options)
     return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student,
                  [e.student for e in todo if e.student in untrusted])
 
@@ -164,7 +165,7 @@ def run(request: Request) -> Summary:
     if scheduler:
         certs.check_address(scheduler, request.tls)
     out = BatchFolder(Path(request.out))
-    lesson = catalog.get(request.lesson)
+    lesson = request.lesson if isinstance(request.lesson, catalog.Lesson) else catalog.get(request.lesson)
     members = class_list.read(roster) if roster else None
     with _removed_if_refused(out.root):
         out.claim()  # one course per batch folder
@@ -373,7 +374,7 @@ def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tup
     pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent)
     try:
         futures: dict[cf.Future[finish.Graded], layouts.Entry] = {
-            pool.submit(grading.grade_one, str(entry.paths[0]), lesson_id, plan.per_student.get(entry.student, options),
+            pool.submit(grade_one, str(entry.paths[0]), lesson_id, plan.per_student.get(entry.student, options),
                         entry.student): entry
             for entry in todo}
         for future in cf.as_completed(list(futures)):

@@ -29,7 +29,9 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.classroom import certs
+from grader.classroom.worker import grade_one, prepare
 from grader.intake import load
+from grader.lesson import catalog
 from grader.report import finish
 from grader.result.record import INTERNAL_ERROR
 
@@ -63,7 +65,7 @@ class TemplatePlugin(WorkerPlugin):
 
     def _prepare(self) -> None:
         try:
-            grading.prepare(self.lesson_id, self.options)
+            prepare(catalog.get(self.lesson_id), self.options)
         except Exception:
             pass
 
@@ -89,7 +91,7 @@ def grade_bytes(name: str, data: bytes, lesson_id: str, options: Options,
     with tempfile.TemporaryDirectory(prefix="grader-task-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(data)
-        return grading.grade_one(path, lesson_id, options, student)
+        return grade_one(path, lesson_id, options, student)
 
 
 def lost(path: Path, lesson_id: str, student: str, err: BaseException) -> finish.Graded:

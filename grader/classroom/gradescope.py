@@ -158,6 +158,7 @@ def run(root: Path, lesson_id: str, options: Any) -> tuple[dict[str, Any], dict[
     import time
 
     from grader import grading
+    from grader.classroom import worker
     from grader.kernel import leftovers
     from grader.kernel.isolation import NOBODY
 
@@ -171,7 +172,7 @@ def run(root: Path, lesson_id: str, options: Any) -> tuple[dict[str, Any], dict[
         student = _student(root)
         found = layouts.files_under(root / "submission") if (root / "submission").is_dir() else []
         if len(found) == 1:
-            data = grading.grade_one(found[0], lesson_id, options, student=student).result.to_dict()
+            data = worker.grade_one(found[0], lesson_id, options, student=student).result.to_dict()
         else:
             names = ", ".join(layouts.printable(p.name)[:80] for p in found[:5])
             why = ("no file was submitted" if not found else

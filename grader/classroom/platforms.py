@@ -1,4 +1,4 @@
-"""Step 7, export: hand grades and feedback back to the platform a course already uses.
+"""Export: hand grades and feedback back to the platform a course already uses.
 
 - `canvas`: the gradebook CSV Canvas imports (`Student`, `ID`, `SIS User ID`,
   `SIS Login ID`, `Section`, then `<assignment> (<id>)`, after a

@@ -1,4 +1,4 @@
-"""Step 1, load (a class): find each student's submission in the layout an LMS downloads.
+"""Load (a class): find each student's submission in the layout an LMS downloads.
 
 A class arrives as a folder or a `.zip` in one of the layouts courses actually
 download; the layout is detected, named in the batch summary, and gives each

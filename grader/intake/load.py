@@ -1,4 +1,4 @@
-"""Step 1, load: a submission file becomes one validated nbformat-4 notebook.
+"""Load: a submission file becomes one validated nbformat-4 notebook.
 
 `.ipynb` files from JupyterLab, classic Notebook, VS Code or Colab and `.py`
 scripts (plain, or with `# %%` cell markers) are accepted. Stored outputs are

@@ -1,4 +1,4 @@
-"""Step 1, load (a class list): who should have submitted.
+"""Load (a class list): who should have submitted.
 
 `--roster FILE` is a plain CSV of student ids (one per line, or a column named
 `student`, `student_id`, `id` or `login`), or the gradebook CSV Canvas exports

@@ -1,4 +1,4 @@
-"""Step 4, judge: compare the kernel's plain answers with the reference, here.
+"""Judge: compare the kernel's plain answers with the reference, here.
 
 Nothing in this module runs in the student's kernel. Expected answers come
 from the figures a lesson states (`expect` in lesson.toml), from the lesson's

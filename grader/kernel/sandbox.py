@@ -1,4 +1,4 @@
-"""Step 2, sandbox: a fresh, single-use kernel for every submission.
+"""Sandbox: a fresh, single-use kernel for every submission.
 
 The kernel talks to the grader over jupyter_client's `ipc` transport (Unix
 sockets in a per-run directory), so it needs no TCP. Where bubblewrap is

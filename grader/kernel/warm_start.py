@@ -2,7 +2,7 @@
 
 The template takes about a second to import the lesson's libraries; the
 grader's own imports and preparation take about half that again. `grader batch`
-starts it first, so the two overlap; `grading.prepare` then finds it running
+starts it first, so the two overlap; `worker.prepare` then finds it running
 (same settings) and only waits for it. Nothing here is required: without a
 template every grade starts its kernel by itself.
 """
@@ -15,7 +15,7 @@ from grader.kernel import compile_cache, devices, sandbox, zygote
 from grader.lesson import catalog, handout
 
 
-def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
+def start(lesson: catalog.Lesson, options: Options) -> zygote.Zygote | None:
     """Start the lesson's template in the background (None where a batch would fork no kernels from one).
 
     Fills the lesson's compilation cache first if this machine has none. The
@@ -27,8 +27,8 @@ def start(lesson_id: str, options: Options) -> zygote.Zygote | None:
         if sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode != "bwrap":
             return None
         device = "cpu"
-        start = devices.KernelStart(options.hash_seed or 0, device, catalog.get(lesson_id).warm_imports,
-                                    compile_cache.ensure(lesson_id, device), handout.warm_sources(catalog.get(lesson_id)))
+        start = devices.KernelStart(options.hash_seed or 0, device, lesson.warm_imports,
+                                    compile_cache.ensure(lesson.id, device), handout.warm_sources(lesson))
     except GraderError:  # each grade then says why
         return None
     return zygote.start_shared(options.limits, start)

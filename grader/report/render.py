@@ -1,4 +1,4 @@
-"""Step 6, render: reports, the batch dashboard and portfolios, from result data only.
+"""Render: reports, the batch dashboard and portfolios, from result data only.
 
 One Jinja environment over `templates/`, autoescaped (student output is
 untrusted HTML) with StrictUndefined. Templates receive `GradeResult.to_dict()`

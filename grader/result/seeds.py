@@ -98,6 +98,14 @@ def batch_hash_seed(lesson_id: str, secret: bytes | None = None) -> int:
     return _draw(secret, "hash", lesson_id) % (MAX_HASH_SEED + 1)
 
 
+def batch_hash_seed_for(lesson_id: str, given: int | None, recorded: int | None = None) -> int:
+    """The one rule for a batch's hash seed, decided once (the CLI asks it before the template starts, the batch
+    keeps what the CLI decided): the one given, else the one a regrade's results recorded, else derived."""
+    if given is not None:
+        return given
+    return recorded if recorded is not None else batch_hash_seed(lesson_id, course_secret())
+
+
 def trusted(value: object, largest: int) -> bool:
     """Whether a recorded seed is one `--seed` would take: an int (not a bool) in 0..largest."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= largest

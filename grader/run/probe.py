@@ -1,4 +1,4 @@
-"""Step 3, probe: after the student's cells, call their names on the cases.
+"""Probe: after the student's cells, call their names on the cases.
 
 One probe cell runs in the student's kernel, with one section per exercise:
 each section has its own time limit, and is left out of a second attempt if it
