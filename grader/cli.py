@@ -61,11 +61,10 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
     except GraderError as err:  # the reason is also a `rejected` result where one was asked for
         finish.emit(grading.rejected(submission, str(err), lesson_id), json_path, html_path, md_path)
         raise
-    data = result.to_dict()
-    warn_sandbox(data)
+    warn_sandbox(result)
     finish.emit(result, json_path, html_path, md_path, notebook_path)
     if json_path != "-":
-        echo(render_text.result_text(data))
+        echo(render_text.result_text(result))
 
 
 @main.command("check")
@@ -91,9 +90,9 @@ def check_cmd(submission: Path, lesson_id: str | None, sandbox: str | None, cell
         except KeyboardInterrupt:
             echo("stopped watching")
             raise SystemExit(130) from None
-    data = grading.grade(submission, lesson_id, options).to_dict()
-    echo(render_text.result_text(data))
-    sys.exit(EXIT_OK if all(e["status"] == "passed" for e in data["exercises"]) else EXIT_FAILING)
+    result = grading.grade(submission, lesson_id, options)
+    echo(render_text.result_text(result))
+    sys.exit(EXIT_OK if all(e.status == "passed" for e in result.exercises) else EXIT_FAILING)
 
 
 @main.command("release")

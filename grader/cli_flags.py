@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,9 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # as a shell reports a process ended by Ctrl-C
 FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
 SECONDS = click.FloatRange(min=0, min_open=True)
+
+if TYPE_CHECKING:
+    from grader.result.record import GradeResult
 
 
 def options_from(*, sandbox: str | None = None, default_sandbox: str = "auto", cell_timeout: float | None = None,
@@ -44,10 +47,10 @@ def echo(text: Any = "", err: bool = False) -> None:
     click.echo(escape.terminal(text), err=err)
 
 
-def warn_sandbox(data: dict[str, Any]) -> None:
-    box = data.get("sandbox") or {}
-    if box.get("missing"):
-        echo(f"grader: warning: isolation layers missing ({', '.join(box['missing'])}): {box.get('missing_reason')}", err=True)
+def warn_sandbox(result: GradeResult) -> None:
+    box = result.sandbox
+    if box is not None and box.missing:
+        echo(f"grader: warning: isolation layers missing ({', '.join(box.missing)}): {box.missing_reason}", err=True)
 
 
 class Interrupted(GraderError):

@@ -106,8 +106,9 @@ class Checked:
 
     def __repr__(self) -> str:
         from grader.report import render_text
+        from grader.result import record
 
-        return "\n".join(([self.warning, ""] if self.warning else []) + [render_text.result_text(self.result)])
+        return "\n".join(([self.warning, ""] if self.warning else []) + [render_text.result_text(record.read_result(self.result))])
 
     def _repr_html_(self) -> str:
         colours = {"passed": "#1a7f37", "failed": "#c62828", "error": "#b26a00", "missing": "#6a1b9a", "timeout": "#b26a00"}

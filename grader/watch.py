@@ -34,6 +34,7 @@ from grader.base.options import Options
 from grader.intake import load
 from grader.kernel import leftovers, sandbox, zygote
 from grader.report import render_text
+from grader.result.record import GradeResult
 
 POLL_SECONDS = 0.25
 
@@ -84,14 +85,14 @@ def _complete(path: Path) -> bool:
     return True
 
 
-def _verdicts(data: dict[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:
-    return {e["id"]: (e["status"], tuple(e.get("messages") or ())) for e in data.get("exercises", [])}
+def _verdicts(result: GradeResult) -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {e.id: (e.status, e.messages) for e in result.exercises}
 
 
-def changes(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
+def changes(before: GradeResult | None, after: GradeResult) -> str:
     """What a re-check changed, for the terminal: the whole check the first time, then only the exercises whose
     status or messages moved (or that nothing did), with the count that pass."""
-    if before is None or before.get("status") != "graded" or after.get("status") != "graded":
+    if before is None or before.status != "graded" or after.status != "graded":
         return render_text.result_text(after)
     old, new = _verdicts(before), _verdicts(after)
     passing = sum(1 for status, _ in new.values() if status == "passed")
@@ -114,7 +115,7 @@ class Watcher:
     def __init__(self, path: Path, lesson_id: str | None, options: Options) -> None:
         self.path, self.lesson_id, self.options = Path(path), lesson_id, options
         self.seen: tuple[int, int, int, int] | None = None
-        self.last: dict[str, Any] | None = None
+        self.last: GradeResult | None = None
 
     def poll(self) -> str | None:
         signature = _signature(self.path)
@@ -132,9 +133,9 @@ class Watcher:
     def check(self) -> str:
         """Check the notebook now; what changed since the last check."""
         try:
-            result = grading.grade(self.path, self.lesson_id, self.options).to_dict()
+            result = grading.grade(self.path, self.lesson_id, self.options)
         except GraderError as err:
-            result = grading.rejected(self.path, str(err), self.lesson_id).to_dict()
+            result = grading.rejected(self.path, str(err), self.lesson_id)
         text = changes(self.last, result)
         self.last = result
         return text

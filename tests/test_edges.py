@@ -235,8 +235,10 @@ def test_the_canvas_export_neutralises_formulas_from_the_roster(tmp_path):
     with path.open("w", newline="") as handle:
         csv.writer(handle).writerows([["Student", "ID", "SIS User ID", "SIS Login ID", "Section"],
                                       ["=HYPERLINK(\"http://x\")", "1001", "@SUM(1)", "-2+3", "+cmd|' /C calc'!A0"]])
-    results = [{"student": "1001", "status": "graded", "score": 3.0, "max_score": 3.0, "lesson": LESSON,
-                "exercises": [], "submitted_as": {"files": []}}]
+    from grader.result.record import read_result
+
+    results = [read_result({"student": "1001", "status": "graded", "score": 3.0, "max_score": 3.0, "lesson": LESSON,
+                            "exercises": [], "submitted_as": {"layout": "canvas", "files": []}})]
     target = platforms._canvas(results, LESSON, tmp_path / "export", path, "", "77")
     cells = _cells((target / "gradebook.csv").read_text())
     assert cells[2][:5] == ["'=HYPERLINK(\"http://x\")", "1001", "'@SUM(1)", "'-2+3", "'+cmd\\|' /C calc'!A0"]

@@ -128,6 +128,32 @@ def layout_literals(source: str) -> list[str]:
     return sorted(set(found))
 
 
+FILE_EDGE = {"result/record.py", "result/sign.py", "result/gradebook.py", "classroom/batch_folder.py",
+             "result/regrade.py", "classroom/verify.py"}
+"""Where a result's JSON is read and written: the record's serialiser pair, the signature (and what verifies it,
+and a regrade's comparison of signed digests), the gradebook, the batch folder."""
+SIGNED_JSON_VIEWS = {"report/render.py", "report/absent.py", "report/finish.py", "result/evidence.py"}
+"""The evidence report is drawn from the signed JSON itself, so it shows exactly what was signed."""
+NOT_RESULTS = {("intake/load.py", "_check_shape"), ("judge/mistakes.py", "of_result")}
+"""A notebook's JSON; a gradebook row's trimmed summary."""
+RESULT_NAMES = ("result", "data", "before", "after")
+
+
+def dict_readers(source: str, where: str = "grader/x.py") -> list[str]:
+    """A function outside the file edge that takes a result as a dict (`def f(data: dict[str, Any])`): readers take
+    GradeResult, read from its JSON once, at the edge."""
+    if where in FILE_EDGE | SIGNED_JSON_VIEWS:
+        return []
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in ("from_dict", "from_wire") \
+                and (where, node.name) not in NOT_RESULTS:
+            found += [f"{node.name}({arg.arg}: {ast.unparse(arg.annotation)}) reads a result as a dict (take GradeResult)"
+                      for arg in node.args.args + node.args.kwonlyargs
+                      if arg.arg in RESULT_NAMES and arg.annotation is not None and "dict" in ast.unparse(arg.annotation)]
+    return found
+
+
 COURSE = PACKAGE.parent
 LESSON_CODE = ("lessons", "solutions")
 """Where course staff's code lives: properties, scaffolds, references, hidden cases, mistakes."""
@@ -160,6 +186,7 @@ def breaches() -> list[str]:
             found += [f"grader/{name}: {what}" for what in upstream_private_uses(source)]
         if str(name) != SPELLING:
             found += [f"grader/{name}: {what}" for what in score_spellings(source)]
+        found += [f"grader/{name}: {what}" for what in dict_readers(source, str(name))]
         if str(name) != LAYOUT_OWNER:
             found += [f"grader/{name}: {what}" for what in layout_literals(source)]
     for folder in LESSON_CODE:
@@ -236,6 +263,14 @@ def test_a_batch_folders_layout_spelt_outside_its_owner_is_caught():
         "spells the batch folder's 'results' (line 1; ask BatchFolder)"]
     assert layout_literals('p = "grades.csv" / base\n') == ["spells the batch folder's 'grades.csv' (line 1; ask BatchFolder)"]
     assert layout_literals('data["results"] = []\np = folder.result(s)\n') == []  # a JSON key is not the layout
+
+
+def test_a_reader_of_results_taking_a_dict_is_caught():
+    planted = "def changes(before: dict[str, Any] | None, after: GradeResult) -> str:\n    return ''\n"
+    assert dict_readers(planted, "watch.py") == [
+        "changes(before: dict[str, Any] | None) reads a result as a dict (take GradeResult)"]
+    assert dict_readers(planted, "result/record.py") == []  # the file edge itself
+    assert dict_readers("def f(result: GradeResult, rows: dict[str, int]) -> None: ...\n", "watch.py") == []
 
 
 def test_a_long_module_is_caught():

@@ -293,14 +293,15 @@ def test_a_simulator_wrong_on_one_case_earns_the_share_it_passed(graded):
     assert f"{counted - 1} of {counted} cases passed" in sim["messages"][0]
     # every platform carries the same fractional score, split over the public and hidden tests
     from grader.report import platform_results
-    gradescope = platform_results.gradescope_results(result)
+    from grader.result.record import read_result
+    gradescope = platform_results.gradescope_results(read_result(result))
     assert gradescope["score"] == pytest.approx(result["score"])
     assert sum(t["score"] for t in gradescope["tests"]) == pytest.approx(result["score"])
     sim_tests = [t for t in gradescope["tests"] if t["name"].startswith("batcher-sim")]
     assert [t["score"] for t in sim_tests] == pytest.approx([sim["public_cases"] / counted,
                                                              (sim["hidden_cases"] - 1) / counted])
     assert sum(t["max_score"] for t in sim_tests) == pytest.approx(1.0)
-    prairielearn = platform_results.prairielearn_results(result)
+    prairielearn = platform_results.prairielearn_results(read_result(result))
     autograded = len(gradescope["tests"])  # then the instructor's part, as tests of its own (none graded yet)
     assert [t["points"] for t in prairielearn["tests"][:autograded]] == [t["score"] for t in gradescope["tests"]]
     assert [(t["name"], t["points"], t["output"]) for t in prairielearn["tests"][autograded:]] == [

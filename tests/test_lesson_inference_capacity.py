@@ -133,11 +133,12 @@ def test_stale_outputs_on_a_correct_notebook_change_nothing(graded, tmp_path):
 def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_dashboard(graded, tmp_path):
     from grader.report import render, render_text
     from grader.result import gradebook
+    from grader.result.record import read_result
 
     fake = _fake_outputs(handout.scaffold(catalog.get(LESSON)), "PASS: all checks passed, score 9/9\n")
     result = graded.file(write(fake, tmp_path / "doctored.ipynb"), LESSON)
     assert result["stored_outputs"] > 0 and result["as_submitted"]
-    assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render_text.result_text(result)
+    assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render_text.result_text(read_result(result))
     assert "differ from the fresh run" in render.report_html(result).split("<h2>Exercises</h2>")[0]
     dashboard = render.dashboard_html([gradebook.summary(result)], catalog.get(LESSON))
     assert "Stored outputs that differ from the fresh run" in dashboard and "doctored" in dashboard

@@ -235,7 +235,7 @@ def test_an_export_is_one_entry_and_refuses_what_it_does_not_read(tmp_path):
 
 
 def test_a_rejected_result_is_not_gradable_on_prairielearn_and_scores_zero_on_gradescope():
-    data = grading.rejected(Path("x.pdf"), "not a notebook", LESSON, "x").to_dict()
+    data = grading.rejected(Path("x.pdf"), "not a notebook", LESSON, "x")
     pl = platform_results.prairielearn_results(data)
     jsonschema.validate(pl, json.loads((SCHEMAS / "prairielearn-results.json").read_text()))
     assert pl["gradable"] is False

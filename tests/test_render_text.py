@@ -14,7 +14,7 @@ def _graded(mode="grade"):
         hash_seed=3, submission="ada.ipynb", notes=("a note",), as_submitted=(Differing("c", "x", ""),),
         exercises=(ExerciseResult("queue", "passed", 2.0, 2.0, "simulated"),
                    ExerciseResult("fit", "failed", 0.5, 2.0, "measured", ("27 of 28 cases passed", "`fit`: expected 1"))),
-    ).to_dict()
+    )
 
 
 def test_a_grade_shows_score_seeds_each_exercise_and_what_to_fix():
@@ -35,5 +35,5 @@ def test_a_self_check_shows_no_points_and_says_hidden_cases_come_later():
 
 
 def test_a_rejection_is_one_line_with_its_reason():
-    data = GradeResult(status="rejected", lesson="l", student="eli", error="the file is empty").to_dict()
+    data = GradeResult(status="rejected", lesson="l", student="eli", error="the file is empty")
     assert render_text.result_text(data) == "eli · l: not graded: the file is empty"

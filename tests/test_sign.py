@@ -52,7 +52,7 @@ def _recorded(graded, out: Path, key) -> dict:
     data = graded.solution(LESSON)
     book = gradebook.Gradebook(out / "gradebook.sqlite")
     try:
-        return BatchFolder(out).store(book, "ada", Path("ada.ipynb"), finish.Graded(record.read_result(data)), key)
+        return BatchFolder(out).store(book, "ada", Path("ada.ipynb"), finish.Graded(record.read_result(data)), key).signed
     finally:
         book.close()
 

@@ -21,12 +21,14 @@ from grader.base.errors import GraderError, LessonError, SandboxUnavailable
 from grader.base.limits import Limits
 from grader.classroom import platforms
 from grader.judge import verdict
-from grader.judge.verdict import CaseVerdict
+from grader.judge.verdict import CaseVerdict, ExerciseResult
 from grader.kernel import sandbox
 from grader.lesson import catalog, handout, staff_code
 from grader.report import absent, figure, platform_results, render
 from grader.result import gradebook
 from grader.result.evidence import Evidence
+from grader.result.parts import Submitted
+from grader.result.record import GradeResult
 
 HERE = Path(__file__).parent
 
@@ -108,9 +110,9 @@ def _exercise(outcomes, scoring="cases", points=1.0, status=None):
     passed = sum(c["outcome"] == "passed" for c in counted)
     status = status or ("passed" if passed == len(counted) else "failed")
     score = points * passed / len(counted) if scoring == "cases" else (points if status == "passed" else 0.0)
-    return {"id": "e", "kind": "simulated", "status": status, "score": score, "max_score": points, "scoring": scoring,
-            "public_cases": sum(not h for h, _ in outcomes), "hidden_cases": sum(h for h, _ in outcomes),
-            "messages": [], "cases": cases}
+    return ExerciseResult.from_dict({"id": "e", "kind": "simulated", "status": status, "score": score, "max_score": points,
+                                     "scoring": scoring, "public_cases": sum(not h for h, _ in outcomes),
+                                     "hidden_cases": sum(h for h, _ in outcomes), "messages": [], "cases": cases})
 
 
 def test_platform_tests_split_a_score_by_cases_over_public_and_hidden():
@@ -135,7 +137,7 @@ def test_platform_tests_all_or_nothing_put_the_points_on_the_hidden_test_or_the_
 def test_gradescope_total_equals_the_result_and_prairielearn_has_the_same_points():
     exercises = [_exercise([(False, "passed"), (True, "failed"), (True, "passed")]),
                  _exercise([(False, "passed"), (True, "passed")], scoring="all")]
-    data = {"status": "graded", "score": 2 / 3 + 1.0, "max_score": 2.0, "exercises": exercises}
+    data = GradeResult(status="graded", lesson="l", student="s", score=2 / 3 + 1.0, max_score=2.0, exercises=tuple(exercises))
     gradescope = platform_results.gradescope_results(data)
     assert sum(t["score"] for t in gradescope["tests"]) == pytest.approx(gradescope["score"]) == pytest.approx(5 / 3)
     prairielearn = platform_results.prairielearn_results(data)
@@ -309,8 +311,9 @@ def test_progress_lines_cut_a_long_reason_between_words_and_name_the_student():
 
     stream = io.StringIO()
     reason = "the notebook could not be read as JSON " * 5
-    render_text.Progress(1, stream).step("1002", {"status": "rejected", "error": reason,
-                                             "submitted_as": {"name": "Bitdiddle, Ben"}})
+    rejected = GradeResult(status="rejected", lesson="l", student="1002", error=reason,
+                           submitted_as=Submitted("flat", name="Bitdiddle, Ben"))
+    render_text.Progress(1, stream).step("1002", rejected)
     line = stream.getvalue().strip()
     assert "Bitdiddle, Ben (1002)" in line
     shown = line.split("rejected: ")[1].rsplit(" (eta", 1)[0]

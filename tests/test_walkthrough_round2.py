@@ -417,10 +417,11 @@ def test_names_reach_the_batch_summary_changes_csv_and_verify(tmp_path):
 def test_a_comment_and_a_portfolio_name_the_student():
     from grader.classroom import portfolio
     from grader.report import render_text
+    from grader.result.record import read_result
 
     rejected = {"status": "rejected", "student": "1002", "lesson": "inference-scaling", "error": "two files",
                 "submitted_as": {"name": "Bitdiddle, Ben"}}
-    assert render_text.result_text(rejected).startswith("Bitdiddle, Ben (1002) · inference-scaling: not graded")
+    assert render_text.result_text(read_result(rejected)).startswith("Bitdiddle, Ben (1002) · inference-scaling: not graded")
     entry = portfolio.Entry("inference-scaling", dict(rejected, score=0.0, max_score=3.0), "", "", "", None)
     assert "Evidence portfolio · Bitdiddle, Ben (1002)" in portfolio.index_html([entry])
 

@@ -21,6 +21,7 @@ from grader.classroom import batch, platforms, review
 from grader.intake import layouts
 from grader.lesson import catalog, handout
 from grader.report import platform_results, render
+from grader.result.record import read_result
 
 LESSON = "inference-scaling"
 HERE = Path(__file__).parent
@@ -94,7 +95,7 @@ def test_the_prairielearn_tests_add_up_to_the_score(canvas_batch, monkeypatch):
     out, home = canvas_batch
     monkeypatch.setenv("GRADER_COURSE", str(home))
     data = json.loads((out / "results" / "1002.json").read_text())
-    exported = platform_results.prairielearn_results(data)
+    exported = platform_results.prairielearn_results(read_result(data))
     assert sum(t["points"] for t in exported["tests"]) == pytest.approx(data["score"])
     assert sum(t["max_points"] for t in exported["tests"]) == pytest.approx(data["max_score"])
     names = [t["name"] for t in exported["tests"]]

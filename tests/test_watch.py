@@ -28,7 +28,7 @@ def _result(*statuses):
     return GradeResult(status="graded", lesson=LESSON, student="me", mode="check", submission="me.ipynb",
                        exercises=tuple(ExerciseResult(f"ex{i}", status, 0.0, 1.0, "simulated",
                                                       () if status == "passed" else (f"ex{i}: wrong",))
-                                       for i, status in enumerate(statuses))).to_dict()
+                                       for i, status in enumerate(statuses)))
 
 
 def test_the_first_check_is_shown_whole_then_only_what_moved():

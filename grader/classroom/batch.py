@@ -33,7 +33,7 @@ from grader.base import files, host
 from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
 from grader.classroom import certs, review_join, review_store, similarity
-from grader.classroom.batch_folder import BatchFolder, digest, entry_digest
+from grader.classroom.batch_folder import BatchFolder, Recorded, digest, entry_digest
 from grader.classroom.worker import grade_one, prepare
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
@@ -41,6 +41,7 @@ from grader.lesson import catalog
 from grader.report import finish, render_similarity, render_text
 from grader.result import gradebook, record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
+from grader.result.record import GradeResult
 
 
 @dataclass(frozen=True)
@@ -186,14 +187,14 @@ def run(request: Request) -> Summary:
             graded = _arrived(graded, plan, entry, lesson, members, store)
             worker, storing = graded.worker, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
-            data = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None)
+            done = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None)
             profile.append({"student": entry.student, "record": round(time.monotonic() - storing, 3),
                             "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
                                                             if k in worker},
-                            **((data.get("run") or {}).get("timings") or {})})
-            _tally(counts, named, entry.student, data)
+                            **dict(done.result.run.timings if done.result.run else ())})
+            _tally(counts, named, entry.student, done.result)
             if bar:
-                bar.step(entry.student, data)
+                bar.step(entry.student, done.result)
         if not plan.regrading:  # a changed late policy, due date, extension or decision applies without a kernel
             named["moved"] = review_join.moved(out, lesson, plan.skipped, store, members or review_join.members_of(out),
                                                plan.book)
@@ -238,16 +239,16 @@ def _sorted(found: tuple[layouts.Entry, ...], book: gradebook.Gradebook, lesson_
     return todo, clashes, skipped
 
 
-def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, data: dict[str, Any]) -> None:
-    counts["graded" if data["status"] == "graded" else "rejected"] += 1
-    statuses = {e["status"] for e in data.get("exercises", [])}
-    failed = (data.get("error") or "").startswith(record.INTERNAL_ERROR)
+def _tally(counts: dict[str, int], named: dict[str, list[str]], student: str, result: GradeResult) -> None:
+    counts["graded" if result.status == "graded" else "rejected"] += 1
+    statuses = {e.status for e in result.exercises}
+    failed = (result.error or "").startswith(record.INTERNAL_ERROR)
     for key, hit in (("errors", "error" in statuses), ("timeouts", "timeout" in statuses),
-                     ("rejected", data["status"] != "graded" and not failed), ("failures", failed)):
+                     ("rejected", result.status != "graded" and not failed), ("failures", failed)):
         if hit:
             named[key].append(student)
-    if data.get("handout_of"):  # another student's per-student handout, by its owner mark: the instructor is told
-        named.setdefault("foreign", []).append(f"{student} handed in {data['handout_of']}'s handout")
+    if result.handout_of:  # another student's per-student handout, by its owner mark: the instructor is told
+        named.setdefault("foreign", []).append(f"{student} handed in {result.handout_of}'s handout")
 
 
 def _class_files(out: BatchFolder, plan: _Plan, lesson: catalog.Lesson, members: class_list.Roster | None,
@@ -337,7 +338,7 @@ def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tup
 
 
 def _store_safely(out: BatchFolder, plan: _Plan, entry: layouts.Entry, graded: finish.Graded,
-                  key: Any) -> dict[str, Any]:
+                  key: Any) -> Recorded:
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
     book = plan.book
     try:

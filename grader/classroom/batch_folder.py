@@ -62,6 +62,14 @@ def entry_digest(entry: layouts.Entry) -> str:
 
 
 @dataclass(frozen=True)
+class Recorded:
+    """What one record wrote: the typed result (what readers take) and its signed JSON (what the files hold)."""
+
+    result: GradeResult
+    signed: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class BatchFolder:
     """One batch's output folder."""
 
@@ -185,8 +193,9 @@ class BatchFolder:
 
     # -- the one write ----------------------------------------------------------------------------------------
     def record(self, book: Gradebook, student: str, graded: finish.Graded, key: Any = None,
-               regrading: str | None = None, replacing: str | None = None) -> dict[str, Any]:
-        """Record one student: notebook, reports, the signed result, then the gradebook row; returns the signed JSON.
+               regrading: str | None = None, replacing: str | None = None) -> Recorded:
+        """Record one student: notebook, reports, the signed result, then the gradebook row; returns what was recorded
+        (the typed result and its signed JSON).
 
         `replacing`: the digest of the recorded grade this one joins again (a review decision, a changed policy):
         the row is updated in place; otherwise a new row is added (a regrade moves the old one to history).
@@ -203,10 +212,10 @@ class BatchFolder:
             book.update(data, replacing)
         else:
             book.add(data, data["digest"], regrading)
-        return data
+        return Recorded(graded.result, data)
 
     def store(self, book: Gradebook, student: str, path: Path, graded: finish.Graded, key: Any = None,
-              regrading: str | None = None) -> dict[str, Any]:
+              regrading: str | None = None) -> Recorded:
         """A batch's grade made whole (its digest, its time, a rejection in the parent drawn), then recorded."""
         result = graded.result
         if not result.digest:

@@ -172,18 +172,17 @@ def run(root: Path, lesson_id: str, options: Any) -> tuple[dict[str, Any], dict[
         student = _student(root)
         found = layouts.files_under(root / "submission") if (root / "submission").is_dir() else []
         if len(found) == 1:
-            data = worker.grade_one(found[0], lesson_id, options, student=student).result.to_dict()
+            result = worker.grade_one(found[0], lesson_id, options, student=student).result
         else:
             names = ", ".join(layouts.printable(p.name)[:80] for p in found[:5])
             why = ("no file was submitted" if not found else
                    f"{len(found)} files were submitted ({names}): submit one notebook")
-            data = grading.rejected(root / "submission", why, lesson_id, student).to_dict()
+            result = grading.rejected(root / "submission", why, lesson_id, student)
     except Exception as err:
-        data = grading.rejected(root / "submission", f"{record.INTERNAL_ERROR}: the grader failed "
-                                f"({type(err).__name__}); resubmit, or ask the course staff", lesson_id,
-                                student).to_dict()
+        result = grading.rejected(root / "submission", f"{record.INTERNAL_ERROR}: the grader failed "
+                                  f"({type(err).__name__}); resubmit, or ask the course staff", lesson_id, student)
     finally:
         leftovers.end_user(NOBODY)  # one grade per container: whatever nobody still runs is the student's
-    graded = gradescope_results(data, time.monotonic() - began)
+    graded = gradescope_results(result, time.monotonic() - began)
     files.write_text(results / "results.json", json.dumps(graded, indent=2))
-    return graded, data, results
+    return graded, result.to_dict(), results

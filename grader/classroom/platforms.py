@@ -27,17 +27,16 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
-from grader.base.shapes import mapping
 from grader.classroom import gradescope
 from grader.classroom.batch_folder import BatchFolder
 from grader.intake import layouts, roster as class_list
 from grader.lesson import catalog
 from grader.report import render_text
 from grader.report.platform_results import prairielearn_results
+from grader.result.record import GradeResult
 
 # ---- exports over a batch's gradebook ----
 
@@ -46,21 +45,21 @@ def batch_lesson(batch_dir: Path) -> str:
     return _latest(BatchFolder(Path(batch_dir)), None)[1]
 
 
-def _latest(folder: BatchFolder, lesson_id: str | None) -> tuple[list[dict[str, Any]], str]:
+def _latest(folder: BatchFolder, lesson_id: str | None) -> tuple[list[GradeResult], str]:
     path = folder.gradebook
     if not folder.is_batch():
         raise GraderError(f"{folder.root} holds no {path.name}: run `grader batch ... --out {folder.root}` first")
     book = folder.open_gradebook()
     try:
-        rows = list(book.rows(lesson_id))
+        rows = list(book.results(lesson_id))
     finally:
         book.close()
-    ids = sorted({r.get("lesson") or "" for r in rows} - {""})
+    ids = sorted({r.lesson or "" for r in rows} - {""})
     if not rows or (lesson_id is None and len(ids) != 1):
         raise GraderError(f"{path}: {'no results' if not rows else 'results of several lessons: pass --lesson'}")
-    latest: dict[str, dict[str, Any]] = {}
-    for data in rows:
-        latest[data["student"]] = data
+    latest: dict[str, GradeResult] = {}
+    for result in rows:
+        latest[result.student] = result
     return [latest[s] for s in sorted(latest)], lesson_id or ids[0]
 
 
@@ -89,10 +88,10 @@ class Export:
 
 def _write_prairielearn(folder: BatchFolder, target: Path, asked: Asked) -> Path:
     results, _ = _latest(folder, asked.lesson_id)
-    for data in results:
-        if mapping(data, "submitted_as").get("on_roster") is False:
+    for result in results:
+        if result.submitted_as is not None and result.submitted_as.on_roster is False:
             continue  # not of the class the roster lists (a platform's test student, say)
-        files.write_text(target / data["student"] / "results.json", json.dumps(prairielearn_results(data), indent=2))
+        files.write_text(target / result.student / "results.json", json.dumps(prairielearn_results(result), indent=2))
     return target
 
 
@@ -162,7 +161,7 @@ def describe(fmt: str, target: Path) -> str:
     return exporter(fmt).describe(target)
 
 
-def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster: str | Path | None,
+def _canvas(results: list[GradeResult], lesson_id: str, target: Path, roster: str | Path | None,
             assignment: str, assignment_id: str) -> Path:
     if roster is None:
         raise GraderError("the canvas export needs --roster: the gradebook CSV exported from Canvas (it holds the ids)")
@@ -171,23 +170,23 @@ def _canvas(results: list[dict[str, Any]], lesson_id: str, target: Path, roster:
         raise GraderError(f"{roster} is not a Canvas gradebook export (no Student and ID columns)")
     lesson = catalog.get(lesson_id)
     column = _canvas_column(members, roster, assignment, assignment_id, lesson.title)
-    by_id: dict[str, dict[str, Any]] = {}
-    for data in results:
-        member = members.find(data["student"])
+    by_id: dict[str, GradeResult] = {}
+    for result in results:
+        member = members.find(result.student)
         if member:
-            by_id[member.student] = data
+            by_id[member.student] = result
     rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column],
             ["    Points Possible", "", "", "", "", spelling.score(lesson.max_score)]]
     for m in members.members:
         found = by_id.get(m.student)
-        score = spelling.score(found['score']) if found and found.get("status") == "graded" else ""
+        score = spelling.score(found.score) if found and found.status == "graded" else ""
         rows.append([m.name, m.student, m.sis_user_id, m.sis_login_id, m.section, score])
     files.write_text(target / "gradebook.csv", escape.csv_text(rows))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
-        for data in results:
-            bundle.writestr(zipfile.ZipInfo(_comment_name(data), date_time=(2026, 1, 1, 0, 0, 0)),
-                            render_text.result_text(data) + "\n")
+        for result in results:
+            bundle.writestr(zipfile.ZipInfo(_comment_name(result), date_time=(2026, 1, 1, 0, 0, 0)),
+                            render_text.result_text(result) + "\n")
     files.write_bytes(target / "comments.zip", buffer.getvalue())
     return target
 
@@ -216,11 +215,11 @@ def _canvas_column(members: class_list.Roster, roster: str | Path, assignment: s
     raise GraderError(f"{roster} holds {len(known)} assignments ({listed}): pick one with --assignment-id")
 
 
-def _comment_name(data: dict[str, Any]) -> str:
+def _comment_name(result: GradeResult) -> str:
     """Canvas matches bulk-uploaded comment files by the bulk download's name: keep its ids."""
-    arrived = data.get("submitted_as") or {}
-    original = (arrived.get("files") or [""])[0]
+    arrived = result.submitted_as
+    original = arrived.files[0] if arrived and arrived.files else ""
     match = layouts.CANVAS.match(original)
     if match:
         return f"{match['name']}{match['late'] or ''}_{match['user']}_{match['submission']}_feedback.txt"
-    return f"{re.sub(r'[^A-Za-z0-9._-]', '_', data['student'])}_feedback.txt"
+    return f"{re.sub(r'[^A-Za-z0-9._-]', '_', result.student)}_feedback.txt"

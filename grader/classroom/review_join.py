@@ -65,7 +65,7 @@ def _rejoined(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: c
         joined = dataclasses.replace(joined, report_html=out.read_text(out.report(who, "html")),
                                      report_md=out.read_text(out.report(who, "md")))
     joined = dataclasses.replace(joined, notebook=out.read_text(out.notebook(who)) or None)  # signed over too
-    return result, out.record(book, who, joined, sign.signing_key(), replacing=str(data.get("digest") or ""))
+    return result, out.record(book, who, joined, sign.signing_key(), replacing=str(data.get("digest") or "")).signed
 
 
 def moved(out: BatchFolder, lesson: Lesson, students: list[str], store: Any, members: class_list.Roster | None,

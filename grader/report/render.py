@@ -27,7 +27,7 @@ from grader.lesson.folders import course_folder
 from grader.report import absent, figure, manual_view
 from grader.result import gradebook
 from grader.result.evidence import Evidence, Shown
-from grader.result.record import INTERNAL_ERROR
+from grader.result.record import INTERNAL_ERROR, read_result
 from grader.run.decoded import Opaque
 
 
@@ -169,7 +169,7 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
         context = {"measured_values": [], "simulated_views": {}, "simulated_values": [], "measured_answers": {},
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
     context["figure"] = ""
-    context["manual"] = manual_view.view(result)
+    context["manual"] = manual_view.view(read_result(result))  # the typed record of exactly this JSON
     context["replay"] = replay_command(result)
     context["receipt"] = RECEIPT
     context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])

@@ -6,61 +6,62 @@ from __future__ import annotations
 import sys
 import textwrap
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.base import escape
-from grader.base.shapes import mapping
 from grader.base.spelling import score as points
 from grader.intake.roster import who
+
+if TYPE_CHECKING:
+    from grader.result.record import GradeResult
 
 MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "missing": "MISSING", "timeout": "TIMEOUT"}
 LEGEND = ("PASS every case matched · FAIL an answer differs (shown above) · ERROR your code raised, or a cell "
           "before it did · MISSING a name the exercise needs is not defined · TIMEOUT it ran past its time limit")
 
 
-def result_text(result: dict[str, Any]) -> str:
+def result_text(result: GradeResult) -> str:
     """A result for the terminal, the same for `grade`, `check` and a batch's students: the score, each
     exercise with what to fix, the notes, and what the statuses mean."""
-    check = result.get("mode") == "check"
-    arrived = mapping(result, "submitted_as")
-    student = who({str(result["student"]): str(arrived.get("name") or "")}, str(result["student"])) \
-        if result.get("student") else ""
-    if result.get("status") != "graded":
-        whose = " · ".join(str(x) for x in (student, result.get("lesson")) if x)
-        return f"{whose}: not graded: {result.get('error') or 'no reason was recorded'}"
+    check = result.mode == "check"
+    arrived = result.submitted_as
+    student = who({result.student: arrived.name if arrived else ""}, result.student) if result.student else ""
+    if result.status != "graded":
+        whose = " · ".join(str(x) for x in (student, result.lesson) if x)
+        return f"{whose}: not graded: {result.error or 'no reason was recorded'}"
     if check:
-        head = f"Self-check of {result.get('submission')} for lesson {result['lesson']} (public checks only)"
+        head = f"Self-check of {result.submission} for lesson {result.lesson} (public checks only)"
     else:
-        head = (f"{student} · {result['lesson']}: {points(result['score'])} / {points(result['max_score'])}"
-                f" (seed {result.get('seed')}, hash seed {result.get('hash_seed')})")
+        head = (f"{student} · {result.lesson}: {points(result.score)} / {points(result.max_score)}"
+                f" (seed {result.seed}, hash seed {result.hash_seed})")
     lines = [head, ""]
-    lines += [f"note: {note}" for note in result.get("notes", [])]
-    if result.get("as_submitted"):
-        lines.append(f"note: {len(result['as_submitted'])} stored output(s) differ from the fresh run "
+    lines += [f"note: {note}" for note in result.notes]
+    if result.as_submitted:
+        lines.append(f"note: {len(result.as_submitted)} stored output(s) differ from the fresh run "
                      "(the report shows both; only the fresh run counts)")
-    for e in result["exercises"]:
-        lines.append(f"{MARKS[e['status']]:<8} {e['id']:<20}" + ("" if check else f" {points(e['score'])}/{points(e['max_score'])}"))
-        if e["status"] != "passed":
-            lines += [f"         {m}" for m in e["messages"]]
+    for e in result.exercises:
+        lines.append(f"{MARKS[e.status]:<8} {e.id:<20}" + ("" if check else f" {points(e.score)}/{points(e.max_score)}"))
+        if e.status != "passed":
+            lines += [f"         {m}" for m in e.messages]
     lines += _manual_lines(result)
-    passed = sum(1 for e in result["exercises"] if e["status"] == "passed")
+    passed = sum(1 for e in result.exercises if e.status == "passed")
     lines.append("")
     if check:
-        lines.append(f"{passed} of {len(result['exercises'])} exercises pass the public checks. "
+        lines.append(f"{passed} of {len(result.exercises)} exercises pass the public checks. "
                      "Hidden cases are drawn when your notebook is graded.")
     lines.append(LEGEND)
     return "\n".join(lines)
 
 
-def _manual_lines(result: dict[str, Any]) -> list[str]:
+def _manual_lines(result: GradeResult) -> list[str]:
     """The instructor's part, for the terminal and a platform's comment: overrides, written answers, lateness."""
     from grader.report import manual_view
 
     shown = manual_view.view(result)
     if shown is None:
         return []
-    lines = [f"OVERRIDE {o.get('exercise', ''):<20} {points(o.get('autograded'))} -> {points(o.get('score'))}: "
-             f"{o.get('reason', '')}" for o in shown["overrides"]]
+    lines = [f"OVERRIDE {o.exercise:<20} {points(o.autograded)} -> {points(o.score)}: {o.reason}"
+             for o in shown["overrides"]]
     for w in shown["written"]:
         got = "not graded yet" if w["points"] is None else f"{points(w['points'])}/{points(w['max_points'])}"
         lines.append(f"WRITTEN  {got}: {w['question']}")
@@ -69,8 +70,8 @@ def _manual_lines(result: dict[str, Any]) -> list[str]:
             lines.append(f"           comment: {w['comment']}")
     late = shown["late"]
     if late:
-        lines.append(f"LATE     {points(late.get('days'))} day(s): -{points(late.get('percent'))}%, "
-                     f"{points(late.get('points'))} of {points(shown['before_penalty'])} points")
+        lines.append(f"LATE     {points(late.days)} day(s): -{points(late.percent)}%, "
+                     f"{points(late.points)} of {points(shown['before_penalty'])} points")
     return lines
 
 
@@ -104,13 +105,13 @@ class Progress:
         self.total, self.done, self.start, self.stream = total, 0, time.monotonic(), stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
 
-    def step(self, student: str, data: dict[str, Any]) -> None:
+    def step(self, student: str, result: GradeResult) -> None:
         self.done += 1
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        what = (f"{points(data['score'])}/{points(data['max_score'])}" if data["status"] == "graded"
-                else textwrap.shorten(f"rejected: {data.get('error') or ''}", 100, placeholder=" ..."))
-        name = (data.get("submitted_as") or {}).get("name") or ""
+        what = (f"{points(result.score)}/{points(result.max_score)}" if result.status == "graded"
+                else textwrap.shorten(f"rejected: {result.error or ''}", 100, placeholder=" ..."))
+        name = result.submitted_as.name if result.submitted_as else ""
         who = f"{name} ({student})" if name else student  # the roster's name where it gives one
         if self.tty:
             width = 30

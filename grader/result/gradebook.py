@@ -20,7 +20,7 @@ from grader.base import escape, files
 from grader.base.errors import GradebookError
 from grader.base.shapes import mapping
 from grader.judge import mistakes
-from grader.result.record import INTERNAL_ERROR, dumps
+from grader.result.record import INTERNAL_ERROR, GradeResult, dumps, read_result
 
 
 class Gradebook:
@@ -127,6 +127,10 @@ class Gradebook:
         for rowid in ids:
             for (text,) in self.db.execute("SELECT result_json FROM grades WHERE rowid=?", (rowid,)):
                 yield json.loads(text)
+
+    def results(self, lesson: str | None = None) -> Iterator[GradeResult]:
+        """Every stored result as the typed record (the file edge: readers take these, never the JSON)."""
+        return (read_result(data) for data in self.rows(lesson))
 
     def latest(self, lesson: str | None = None) -> list[dict[str, Any]]:
         """The latest result per (lesson, student), trimmed to what the CSV and dashboard read.
