@@ -87,12 +87,12 @@ def _values(lesson: catalog.Lesson, plan: probe.ExercisePlan, found: probe.Probe
     return values
 
 
-def _differing(as_submitted: tuple[dict[str, Any], ...], executed: Any) -> list[parts.Differing]:
+def _differing(as_submitted: tuple[load.StoredOutput, ...], executed: Any) -> list[parts.Differing]:
     """Stored outputs that differ from what the fresh run printed (shown as unverified)."""
     fresh = {cell["id"]: "".join(load.output_text(o) for o in cell.get("outputs", [])) for cell in executed.cells
              if cell.cell_type == "code"}
-    return [parts.Differing(item["cell_id"], item["text"], fresh.get(item["cell_id"], "")[:load.AS_SUBMITTED_CHARS])
-            for item in as_submitted if fresh.get(item["cell_id"], "").strip() != item["text"].strip()]
+    return [parts.Differing(item.cell_id, item.text, fresh.get(item.cell_id, "")[:load.AS_SUBMITTED_CHARS])
+            for item in as_submitted if fresh.get(item.cell_id, "").strip() != item.text.strip()]
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,7 @@ def recorded(drawn: Drawn, ran: _Ran, judged: Judged, options: Options) -> Grade
         as_submitted=tuple(_differing(submission.as_submitted, executed.notebook)),
         release=drawn.release, numbers=tuple(sorted(drawn.numbers.items())) if drawn.numbers else (),
         handout_of=drawn.handout_of,
-        explanations=tuple(parts.Explanation(e["cell_id"], e["kind"], e["text"],
-                                             e["text"].strip() in handout.prompt_texts(lesson))
+        explanations=tuple(parts.Explanation(e.cell_id, e.kind, e.text, e.text.strip() in handout.prompt_texts(lesson))
                            for e in submission.explanations),
         notebook=executed.notebook,
     ), lesson)

@@ -97,7 +97,7 @@ def test_colab_and_vscode_metadata_and_outputs_are_accepted(tmp_path):
     sub = load.read(_raw(tmp_path, "colab.ipynb", json.dumps(data)))
     assert sub.notebook.cells[0].outputs == []
     assert sub.notebook.cells[0].execution_count is None
-    assert sub.as_submitted[0]["text"] == "1\n<Figure>"
+    assert sub.as_submitted[0].text == "1\n<Figure>"
 
 
 def test_digest_and_student_id(tmp_path):
@@ -130,4 +130,4 @@ def test_explanation_cells_are_kept_for_reports(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("My words <b>here</b>", metadata={"tags": ["explanation"]})])
     path = tmp_path / "e.ipynb"
     nbformat.write(nb, str(path))
-    assert load.read(path).explanations[0]["text"] == "My words <b>here</b>"
+    assert load.read(path).explanations[0].text == "My words <b>here</b>"

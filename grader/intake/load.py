@@ -11,22 +11,37 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbformat.v4.rwbase import rejoin_lines, strip_transient
 
 from grader.base import files, shapes
 from grader.base.errors import SubmissionRejected
+from grader.intake.script import fill_ids, notebook_from_script
 
 MAX_BYTES = 20 * 1024 * 1024
 AS_SUBMITTED_CHARS = 4000
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
-_MARKER = re.compile(r"^# ?%%(?P<rest>.*)$")
+
+
+@dataclass(frozen=True)
+class StoredOutput:
+    """A code cell's outputs as the notebook stored them: the student's claim, shown and never trusted."""
+
+    cell_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Written:
+    """A Markdown cell the scaffold tagged for the student's own words (a prediction or an explanation)."""
+
+    cell_id: str
+    kind: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -41,13 +56,13 @@ class Submission:
     """SHA-256 of the file's bytes: the gradebook's key for this version."""
     notebook: Any
     """The nbformat-4 notebook to run, outputs cleared, kernel forced to Python."""
-    as_submitted: tuple[dict[str, Any], ...] = ()
-    """Stored outputs per code cell (cell id, text), unverified."""
+    as_submitted: tuple[StoredOutput, ...] = ()
+    """Stored outputs per code cell, unverified."""
     notes: tuple[str, ...] = ()
     """What normalisation changed that the student should know about."""
     lesson_hint: str | None = None
     """Lesson id found in the notebook metadata (written by `grader release`)."""
-    explanations: tuple[dict[str, str], ...] = field(default=())
+    explanations: tuple[Written, ...] = field(default=())
     """Markdown cells the scaffold tagged for the student's own words."""
 
 
@@ -97,7 +112,6 @@ GRADER_CALLS = ("check", "submit")
 
 def is_grader_cell(source: str) -> bool:
     """A cell that only imports the grader and calls its own functions: the grader's, not the student's work."""
-    import ast
 
     try:
         body = ast.parse(source).body
@@ -190,7 +204,7 @@ def _notebook_from_json(name: str, text: str) -> Any:
     notebook = nbformat.from_dict(data)
     rejoin_lines(notebook)
     strip_transient(notebook)
-    _fill_ids(notebook)
+    fill_ids(notebook)
     notebook.nbformat_minor = max(int(notebook.get("nbformat_minor", 0) or 0), 5)
     return notebook
 
@@ -244,18 +258,6 @@ def _check_shape(name: str, data: dict[str, Any]) -> None:
     raise SubmissionRejected(f"{name}: {where} is not {kind}; re-save the notebook from Jupyter")
 
 
-def _fill_ids(notebook: Any) -> None:
-    seen: set[str] = set()
-    for index, cell in enumerate(notebook.cells):
-        cell_id = cell.get("id")
-        if not isinstance(cell_id, str) or not re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cell_id) or cell_id in seen:
-            cell_id = f"cell-{index + 1}"
-            while cell_id in seen:
-                cell_id += "x"
-            cell["id"] = cell_id
-        seen.add(cell_id)
-
-
 def _force_kernel(notebook: Any) -> list[str]:
     notes = []
     spec = notebook.metadata.get("kernelspec")
@@ -266,7 +268,7 @@ def _force_kernel(notebook: Any) -> list[str]:
     return notes
 
 
-def _take_outputs(notebook: Any) -> tuple[dict[str, Any], ...]:
+def _take_outputs(notebook: Any) -> tuple[StoredOutput, ...]:
     kept = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
@@ -276,7 +278,7 @@ def _take_outputs(notebook: Any) -> tuple[dict[str, Any], ...]:
         outputs = cell.get("outputs") or []
         text = "".join(output_text(out) for out in outputs if isinstance(out, dict))
         if text:
-            kept.append({"cell_id": cell["id"], "text": text[:AS_SUBMITTED_CHARS]})
+            kept.append(StoredOutput(cell["id"], text[:AS_SUBMITTED_CHARS]))
         cell["outputs"] = []
         cell["execution_count"] = None
     return tuple(kept)
@@ -305,86 +307,11 @@ def _validate(name: str, notebook: Any) -> None:
         raise SubmissionRejected(f"{name}: not a valid nbformat-4 notebook at {where}: {message}") from None
 
 
-def _explanations(notebook: Any) -> tuple[dict[str, str], ...]:
+def _explanations(notebook: Any) -> tuple[Written, ...]:
     found = []
     for cell in notebook.cells:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.cell_type == "markdown" and isinstance(tags, list) and ("explanation" in tags or "prediction" in tags):
-            found.append({"cell_id": cell["id"], "kind": "prediction" if "prediction" in tags else "explanation",
-                          "text": cell.source[:AS_SUBMITTED_CHARS]})
+            found.append(Written(cell["id"], "prediction" if "prediction" in tags else "explanation",
+                                 cell.source[:AS_SUBMITTED_CHARS]))
     return tuple(found)
-
-
-def notebook_from_script(text: str) -> Any:
-    """A `.py` script as a notebook: `# %%` markers make cells; else one cell per statement."""
-    lines = text.splitlines()
-    if any(_MARKER.match(line) for line in lines):
-        cells = [_cell_from_percent(header, body) for header, body in _percent_chunks(lines)]
-    else:
-        cells = [new_code_cell(source) for source in _statements(text)]
-    notebook = new_notebook(cells=[cell for cell in cells if cell is not None])
-    _fill_ids(notebook)
-    return notebook
-
-
-def _percent_chunks(lines: list[str]) -> list[tuple[str | None, list[str]]]:
-    chunks: list[tuple[str | None, list[str]]] = [(None, [])]
-    for line in lines:
-        match = _MARKER.match(line)
-        if match:
-            chunks.append((match.group("rest"), []))
-        else:
-            chunks[-1][1].append(line)
-    return chunks
-
-
-def parse_marker(rest: str) -> tuple[str, str | None, list[str]]:
-    """Split what follows `# %%` into (cell type, id, tags): `[markdown] id=x tags=a,b`."""
-    kind = "markdown" if "[markdown]" in rest or "[md]" in rest else "code"
-    cell_id = None
-    tags: list[str] = []
-    for token in rest.split():
-        if token.startswith("id="):
-            cell_id = token[3:]
-        elif token.startswith("tags="):
-            tags = [t for t in token[5:].split(",") if t]
-    return kind, cell_id, tags
-
-
-def _cell_from_percent(header: str | None, body: list[str]) -> Any:
-    source = "\n".join(body).strip("\n")
-    if header is None:
-        return new_code_cell(source) if source.strip() else None
-    kind, cell_id, tags = parse_marker(header)
-    if kind == "markdown":
-        cell = new_markdown_cell("\n".join(_uncomment(line) for line in body).strip("\n"))
-    else:
-        cell = new_code_cell(source)
-    if cell_id:
-        cell["id"] = cell_id
-    if tags:
-        cell.metadata["tags"] = tags
-    return cell
-
-
-def _uncomment(line: str) -> str:
-    if line.startswith("# "):
-        return line[2:]
-    return "" if line.strip() == "#" else line
-
-
-def _statements(text: str) -> list[str]:
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return [text]
-    lines = text.splitlines()
-    sources = []
-    start = 0
-    for node in tree.body:
-        end = node.end_lineno or node.lineno
-        sources.append("\n".join(lines[start:end]))
-        start = end
-    if sources and start < len(lines):
-        sources[-1] += "\n" + "\n".join(lines[start:])
-    return [source.strip("\n") for source in sources if source.strip()] or [text]

@@ -1,0 +1,100 @@
+"""A `.py` script as a notebook: `# %%` markers (jupytext's percent format) make cells, else one cell per statement;
+cell ids filled in where a notebook lacks them or repeats them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+_MARKER = re.compile(r"^# ?%%(?P<rest>.*)$")
+
+
+def fill_ids(notebook: Any) -> None:
+    seen: set[str] = set()
+    for index, cell in enumerate(notebook.cells):
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str) or not re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cell_id) or cell_id in seen:
+            cell_id = f"cell-{index + 1}"
+            while cell_id in seen:
+                cell_id += "x"
+            cell["id"] = cell_id
+        seen.add(cell_id)
+
+
+def notebook_from_script(text: str) -> Any:
+    """A `.py` script as a notebook: `# %%` markers make cells; else one cell per statement."""
+    lines = text.splitlines()
+    if any(_MARKER.match(line) for line in lines):
+        cells = [_cell_from_percent(header, body) for header, body in _percent_chunks(lines)]
+    else:
+        cells = [new_code_cell(source) for source in _statements(text)]
+    notebook = new_notebook(cells=[cell for cell in cells if cell is not None])
+    fill_ids(notebook)
+    return notebook
+
+
+def _percent_chunks(lines: list[str]) -> list[tuple[str | None, list[str]]]:
+    chunks: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in lines:
+        match = _MARKER.match(line)
+        if match:
+            chunks.append((match.group("rest"), []))
+        else:
+            chunks[-1][1].append(line)
+    return chunks
+
+
+def parse_marker(rest: str) -> tuple[str, str | None, list[str]]:
+    """Split what follows `# %%` into (cell type, id, tags): `[markdown] id=x tags=a,b`."""
+    kind = "markdown" if "[markdown]" in rest or "[md]" in rest else "code"
+    cell_id = None
+    tags: list[str] = []
+    for token in rest.split():
+        if token.startswith("id="):
+            cell_id = token[3:]
+        elif token.startswith("tags="):
+            tags = [t for t in token[5:].split(",") if t]
+    return kind, cell_id, tags
+
+
+def _cell_from_percent(header: str | None, body: list[str]) -> Any:
+    source = "\n".join(body).strip("\n")
+    if header is None:
+        return new_code_cell(source) if source.strip() else None
+    kind, cell_id, tags = parse_marker(header)
+    if kind == "markdown":
+        cell = new_markdown_cell("\n".join(_uncomment(line) for line in body).strip("\n"))
+    else:
+        cell = new_code_cell(source)
+    if cell_id:
+        cell["id"] = cell_id
+    if tags:
+        cell.metadata["tags"] = tags
+    return cell
+
+
+def _uncomment(line: str) -> str:
+    if line.startswith("# "):
+        return line[2:]
+    return "" if line.strip() == "#" else line
+
+
+def _statements(text: str) -> list[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return [text]
+    lines = text.splitlines()
+    sources = []
+    start = 0
+    for node in tree.body:
+        end = node.end_lineno or node.lineno
+        sources.append("\n".join(lines[start:end]))
+        start = end
+    if sources and start < len(lines):
+        sources[-1] += "\n" + "\n".join(lines[start:])
+    return [source.strip("\n") for source in sources if source.strip()] or [text]
