@@ -169,3 +169,20 @@ def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
         assert [e["status"] for e in a["exercises"]] == [e["status"] for e in b["exercises"]]
         assert [c["label"] for e in a["exercises"] for c in e["cases"]] == [
             c["label"] for e in b["exercises"] for c in e["cases"]]
+
+
+def test_a_result_file_that_is_not_a_result_is_one_line_and_never_a_stop(tmp_path):
+    """A batch folder's result that reads as JSON but is no result (cut short, or edited by hand): the re-join that
+    reads it says so in one line; the readers that sweep the folder (similarity, the lesson of a batch) skip it."""
+    import json
+
+    from grader.base.errors import GraderError
+    from grader.classroom.batch_folder import BatchFolder
+
+    folder = BatchFolder(tmp_path)
+    folder.results.mkdir()
+    folder.result("ada").write_text(json.dumps({"lesson": "l", "student": "ada", "exercises": "not a list"}))
+    folder.result("ben").write_text(json.dumps({"schema": 1, "status": "graded", "lesson": "l", "student": "ben"}))
+    with pytest.raises(GraderError, match=r"ada.json: not a result this grader wrote \(TypeError\); rerun the batch"):
+        folder.recorded("ada", "l")
+    assert [student for student, _ in folder.read_all()] == ["ben"]

@@ -189,7 +189,10 @@ class BatchFolder:
             raise GraderError(f"{path}: cannot be read back ({type(err).__name__}); rerun the batch") from None
         if not isinstance(data, dict) or data.get("lesson") != lesson_id or data.get("student") != student:
             raise GraderError(f"{path} is not {student}'s result of lesson {lesson_id}")
-        return record.read_result(data), data
+        try:
+            return record.read_result(data), data
+        except (TypeError, ValueError, KeyError, AttributeError) as err:
+            raise GraderError(f"{path}: not a result this grader wrote ({type(err).__name__}); rerun the batch") from None
 
     # -- the one write ----------------------------------------------------------------------------------------
     def record(self, book: Gradebook, student: str, graded: finish.Graded, key: Any = None,
