@@ -196,17 +196,19 @@ class BatchFolder:
 
     # -- the one write ----------------------------------------------------------------------------------------
     def record(self, book: Gradebook, student: str, graded: finish.Graded, key: Any = None,
-               regrading: str | None = None, replacing: str | None = None) -> Recorded:
+               regrading: str | None = None, replacing: str | None = None,
+               on_disk: frozenset[str] = frozenset()) -> Recorded:
         """Record one student: notebook, reports, the signed result, then the gradebook row; returns what was recorded
         (the typed result and its signed JSON).
 
         `replacing`: the digest of the recorded grade this one joins again (a review decision, a changed policy):
         the row is updated in place; otherwise a new row is added (a regrade moves the old one to history).
-        Reports left empty keep those on disk (the grade they show did not change).
+        `on_disk`: the parts (`notebook`, `reports`) that `graded` holds as read back from this folder, only to be
+        signed over: not written again.
         """
-        if graded.notebook:
+        if graded.notebook and "notebook" not in on_disk:
             files.write_text(self.notebook(student), graded.notebook)
-        if graded.report_html:
+        if graded.report_html and "reports" not in on_disk:
             files.write_text(self.report(student, "html"), graded.report_html)
             files.write_text(self.report(student, "md"), graded.report_md)
         data = graded.sealed(key)  # the record edge: JSON from here on

@@ -61,11 +61,14 @@ def _rejoined(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: c
     joined = graded(finish.Graded(result, notebook=None), lesson, decisions(store, lesson, who, members))
     if only_if_moved and joined.result == result:
         return result, None
-    if not joined.report_html:  # the grade did not change: the reports on disk still say it, and are signed over
+    on_disk = {"notebook"}  # read back only to be signed over, as are the reports when the grade did not change
+    if not joined.report_html:
+        on_disk.add("reports")
         joined = dataclasses.replace(joined, report_html=out.read_text(out.report(who, "html")),
                                      report_md=out.read_text(out.report(who, "md")))
-    joined = dataclasses.replace(joined, notebook=out.read_text(out.notebook(who)) or None)  # signed over too
-    return result, out.record(book, who, joined, sign.signing_key(), replacing=str(data.get("digest") or "")).signed
+    joined = dataclasses.replace(joined, notebook=out.read_text(out.notebook(who)) or None)
+    return result, out.record(book, who, joined, sign.signing_key(), replacing=str(data.get("digest") or ""),
+                              on_disk=frozenset(on_disk)).signed
 
 
 def moved(out: BatchFolder, lesson: Lesson, students: list[str], store: Any, members: class_list.Roster | None,
