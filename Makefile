@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 $(BIN)/grader: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dask,lint]'
+	$(BIN)/pip install --quiet -e '.[test,dask,lint,postgres]'
 	touch $@
 
 # bubblewrap gives every kernel its own namespaces. Without it, a batch as root refuses students' code (it would

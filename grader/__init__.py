@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["grade", "check", "GradeResult", "Options"]
+__all__ = ["grade", "check", "submit", "GradeResult", "Options"]
 
 FLOW = ("base", "intake", "lesson", "kernel", "run", "judge", "result", "report", "grading", "classroom", "service")
 """The order of the flow, written once: stage N is FLOW[N]. A folder of `grader/` is a stage (its docstring says
@@ -17,7 +17,7 @@ FLOW = ("base", "intake", "lesson", "kernel", "run", "judge", "result", "report"
 LMS). The README's map lists the folders in this order, and no module imports a later stage (tests/test_layering.py)."""
 BESIDE_THE_SPINE = ("in_notebook", "watch", "authoring", "proof", "validate", "steady", "new_lesson")
 """Modules at the top that use the spine for one person (the student's check, the author's validate)."""
-DOOR = ("cli_flags", "cli_class", "cli")
+DOOR = ("cli_flags", "cli_class", "cli_service", "cli")
 """The command line, last: it may call every stage."""
 ROOMS = FLOW[:FLOW.index("grading") + 1] + BESIDE_THE_SPINE + FLOW[FLOW.index("grading") + 1:] + DOOR
 """Every stage and top-level module in the order imports may go (earlier only)."""
@@ -30,6 +30,16 @@ def check(path: str | None = None, exercise: str | None = None, lesson: str | No
     from grader import in_notebook
 
     return in_notebook.check(path, exercise, lesson)
+
+
+def submit(path: str | None = None, server: str | None = None, token: str | None = None, lesson: str | None = None,
+           wait: bool = False) -> Any:
+    """Submit from inside a notebook: `grader.submit()` sends the saved notebook this kernel runs to the course's
+    server (GRADER_SERVER, GRADER_TOKEN, or `server=`, `token=`), prints the receipt and returns it; `wait=True`
+    follows it until graded and shows the feedback (grader/service/client.py)."""
+    from grader.service import client
+
+    return client.from_notebook(path, server, token, lesson, wait)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,6 @@
 """Command line: grade, check, release, validate, course, new, build-solution and keys here; the class's commands (batch,
-similarity, export, review, portfolio, cluster, verify and the hidden gradescope-run) in cli_class.py. Each command calls one
+similarity, export, review, portfolio, cluster, verify and the hidden gradescope-run) in cli_class.py; the service's (serve,
+tokens, submit) in cli_service.py. Each command calls one
 library function and one renderer, importing only what it uses (`batch` starts its kernel template before the grading
 machinery, so the two overlap). User errors are caught in one place, `cli_flags.Main.invoke`.
 """
@@ -11,7 +12,7 @@ from typing import Any
 
 import click
 
-from grader import cli_class
+from grader import cli_class, cli_service
 from grader.base.errors import GraderError
 from grader.cli_flags import (
     EXIT_FAILING,
@@ -192,5 +193,5 @@ def build_solution_cmd(lesson_id: str) -> None:
 __all__ = ["main"]
 
 
-for _command in cli_class.COMMANDS:
+for _command in cli_class.COMMANDS + cli_service.COMMANDS:
     main.add_command(_command)

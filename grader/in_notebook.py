@@ -32,7 +32,7 @@ SECONDS = 900
 LEFT = " style='text-align:left'"
 
 
-def _session_notebook() -> Path:
+def session_notebook() -> Path:
     try:
         namespace = get_ipython().user_ns  # type: ignore[name-defined]
     except NameError:
@@ -72,7 +72,7 @@ def unsaved(recent: list[str], saved: set[str]) -> bool:
     return any(text.strip() and not is_grader_cell(text) and text.strip() not in saved for text in recent)
 
 
-def _recent() -> list[str]:
+def recent_cells() -> list[str]:
     try:
         inputs = get_ipython().user_ns.get("In", [])  # type: ignore[name-defined]
     except NameError:
@@ -176,9 +176,9 @@ class _Progress:
 def check(path: str | Path | None = None, exercise: str | None = None, lesson: str | None = None) -> Checked | None:
     """Check a saved notebook (default: the one this kernel runs) against the public cases and show the verdicts
     (of one exercise where named). Returns them (`Checked`), or None when it could not be checked."""
-    path = Path(path) if path else _session_notebook()
+    path = Path(path) if path else session_notebook()
     warning = ""
-    if unsaved(_recent(), saved_cells(path)):
+    if unsaved(recent_cells(), saved_cells(path)):
         warning = f"save first: {path.name} on disk does not hold the cells you just ran, and this checks the saved file"
     progress = _Progress(path)
     running = subprocess.Popen([sys.executable, "-m", "grader.in_notebook", str(path), lesson or ""],

@@ -94,7 +94,8 @@ class Request:
     """When the command started (monotonic clock), so the summary's time counts its start-up too."""
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
+    """A worker's (or a service's grading process's) start: killed with its parent, deaf to a terminal's Ctrl-C."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -144,7 +145,7 @@ def _plan(folder: str | Path, lesson: catalog.Lesson, out: BatchFolder, jobs: in
     todo, clashes, skipped = _sorted(found.entries, book, lesson.id, regrading)
     jobs = max(1, jobs or devices.default_jobs(options.device))
     if todo:
-        _refuse_without_isolation(options)
+        refuse_without_isolation(options)
     # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks
     # (a cluster's workers fork from templates of their own, cluster.TemplatePlugin, with this one too).
     hash_seed = seeds.batch_hash_seed_for(lesson.id, options.hash_seed, regrades.batch_hash_seed(recorded))
@@ -313,7 +314,7 @@ def _removed_if_refused(out: Path) -> Iterator[None]:
         raise
 
 
-def _refuse_without_isolation(options: Options) -> None:
+def refuse_without_isolation(options: Options) -> None:
     """A class is not graded without isolation unless the instructor said `--no-sandbox`."""
     from grader.kernel import sandbox
 
@@ -372,7 +373,7 @@ def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tup
     # their full collections then never walk it (about 7 ms per grade) nor write to its pages.
     gc.collect()
     gc.freeze()
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent)
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent)
     try:
         futures: dict[cf.Future[finish.Graded], layouts.Entry] = {
             pool.submit(grade_one, str(entry.paths[0]), lesson_id, plan.per_student.get(entry.student, options),

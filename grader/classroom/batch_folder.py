@@ -13,6 +13,7 @@ update:
     roster.csv  course.json     the roster a batch was given; the course that grades the folder
     review.sqlite               the instructor's decisions on written answers
     unpacked/   profile.json    a zip's safe unpacking; a profiled batch's phases
+    received/<sha256>/<name>    the submission service's received files, by digest
 
 Only this module spells those names (tests/test_house.py refuses them
 elsewhere). Recording a student is one method, `record`, used by a batch, a
@@ -139,6 +140,10 @@ class BatchFolder:
     @property
     def profile(self) -> Path:
         return self.root / "profile.json"
+
+    def received(self, sha256: str, name: str) -> Path:
+        """Where the submission service keeps a received file to grade: by its digest, under the name given."""
+        return self.root / "received" / sha256 / name
 
     def export(self, fmt: str) -> Path:
         """Where an export to a platform goes by default."""

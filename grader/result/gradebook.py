@@ -154,9 +154,24 @@ class Gradebook:
             raise GradebookError(f"no recorded grade of {data['student']!r} for this submission to update")
         self.db.commit()
 
+    def score_of(self, lesson: str, student: str, digest: str) -> tuple[str, float, float, GradeResult] | None:
+        """(status, score, max score, the result) of this exact submission's row, if it is recorded and not a grader
+        failure (the submission service asks before it grades: never twice into one gradebook)."""
+        row = self._stored((lesson, student, digest))
+        if row is None or _retryable(*row):
+            return None
+        result = read_result(json.loads(row[1]))
+        return result.status, result.score, result.max_score, result
+
     def close(self) -> None:
         """Close the database."""
         self.db.close()
+
+    def __enter__(self) -> Gradebook:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 def _retryable(status: str, text: str) -> bool:

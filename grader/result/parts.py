@@ -197,11 +197,15 @@ class Submitted:
     section: str = ""
     submitted_at: str = ""
     """When the platform says it was submitted (ISO 8601), where its layout records it; else ""."""
+    receipt: Pairs = ()
+    """The submission service's receipt (id, sha256, received_at), signed with the result: what was submitted and
+    when, as the server received it; () outside the service."""
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"layout": self.layout, "files": list(self.files), "name": self.name, "late": self.late,
-                "on_roster": self.on_roster, "section": self.section}
-        return data | ({"submitted_at": self.submitted_at} if self.submitted_at else {})
+        data: dict[str, Any] = {"layout": self.layout, "files": list(self.files), "name": self.name,
+                                "late": self.late, "on_roster": self.on_roster, "section": self.section}
+        return data | ({"submitted_at": self.submitted_at} if self.submitted_at else {}) | (
+            {"receipt": dict(self.receipt)} if self.receipt else {})
 
     @classmethod
     def from_dict(cls, data: Any) -> Submitted | None:
@@ -209,7 +213,7 @@ class Submitted:
             return None
         return cls(str(data.get("layout", "")), tuple(str(f) for f in data.get("files") or ()),
                    str(data.get("name") or ""), bool(data.get("late")), data.get("on_roster"),
-                   str(data.get("section") or ""), str(data.get("submitted_at") or ""))
+                   str(data.get("section") or ""), str(data.get("submitted_at") or ""), _pairs(data.get("receipt")))
 
 
 @dataclass(frozen=True)

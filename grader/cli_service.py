@@ -1,0 +1,92 @@
+"""The service's commands: `grader serve`, `grader tokens` and `grader submit` (registered by cli.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader.base.errors import GraderError
+from grader.cli_flags import FILE, echo, options_from, sandbox_options
+
+
+@click.command("serve")
+@click.option("--out", "out_dir", default="served", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Where grades are recorded: one batch folder per lesson (OUT/<lesson>/).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on (0.0.0.0 for every one; put TLS in front, or pass --ssl-certfile).")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--jobs", default=2, show_default=True, type=click.IntRange(min=1),
+              help="Submissions graded at once, per lesson being graded.")
+@click.option("--database", help="postgresql://... for a queue shared by several servers (default: SQLite in the "
+                                 "course's private folder).")
+@click.option("--lease", "lease_s", default=30.0, show_default=True, type=click.FloatRange(min=1.0),
+              help="Seconds a claimed job is held without a heartbeat before another server may take it.")
+@click.option("--min-free-mb", default=64, show_default=True, type=click.IntRange(min=0),
+              help="Refuse new uploads (507, one line) when the disk has less free space than this.")
+@click.option("--ssl-certfile", type=FILE, help="Serve HTTPS with this certificate (PEM)...")
+@click.option("--ssl-keyfile", type=FILE, help="...and this key.")
+@click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
+@sandbox_options
+def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | None, lease_s: float, min_free_mb: int,
+              ssl_certfile: Path | None, ssl_keyfile: Path | None, no_zygote: bool, **flags: Any) -> None:
+    """Serve the course: students submit (web page, `grader submit`, `grader.submit()`) and get feedback as soon
+    as it is graded, from a durable queue."""
+    from grader.service import server
+
+    options = options_from(zygote=not no_zygote, **flags)
+    config = server.Config(out_dir, host, port, jobs, database, options, lease_s, min_free_mb,
+                           str(ssl_certfile) if ssl_certfile else None, str(ssl_keyfile) if ssl_keyfile else None)
+    server.serve(config, ready=lambda url: echo(f"serving {url} (students: {url}, instructors: {url}instructor); "
+                                                f"grades in {out_dir}/<lesson>/; Ctrl-C stops it"))
+
+
+@click.command("tokens")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A token for every student on this roster (CSV of ids, or Canvas's gradebook export).")
+@click.option("--out", "out_path", type=FILE, help="Where the students' tokens go (student,name,token).")
+@click.option("--instructor", help="Print a token for this instructor instead.")
+def tokens_cmd(roster: Path | None, out_path: Path | None, instructor: str | None) -> None:
+    """Issue secret tokens: one per student (written to --out, kept hashed by the course) or an instructor's."""
+    from grader.service import tokens
+
+    if instructor:
+        (person, token), = tokens.issue([(instructor, instructor)], "instructor")
+        echo(token)
+        echo(f"an instructor's token for {person.who} (kept hashed in the course's private folder; issuing again "
+             "replaces it)", err=True)
+        return
+    if roster is None or out_path is None:
+        raise GraderError("grader tokens needs --roster R --out FILE (the students' tokens) or --instructor NAME")
+    made = tokens.for_roster(roster)
+    tokens.write_csv(made, out_path)
+    echo(f"{len(made)} tokens written to {out_path} (owner-only; hand each student their own line); a server "
+         "started from now on accepts them")
+
+
+@click.command("submit")
+@click.argument("submission", type=FILE)
+@click.option("--server", required=True, envvar="GRADER_SERVER", help="The course server's address.")
+@click.option("--token", required=True, envvar="GRADER_TOKEN", help="Your token (or GRADER_TOKEN).")
+@click.option("--lesson", "lesson_id", required=True)
+@click.option("--wait", is_flag=True, help="Follow the submission until it is graded, then show the feedback.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the receipt as JSON (with --wait, the feedback too, under `feedback`).")
+def submit_cmd(submission: Path, server: str, token: str, lesson_id: str, wait: bool, as_json: bool) -> None:
+    """Submit a notebook (or .py) to the course's server; prints the receipt."""
+    from grader.service import client
+
+    receipt = client.submit(submission, server, token, lesson_id)
+    state = client.follow(server, token, receipt["id"]) if wait else None
+    if as_json:
+        click.echo(json.dumps({**receipt, **({"feedback": state} if state is not None else {})}, indent=1))
+        return
+    echo(client.receipt_text(receipt))
+    if state is not None:
+        echo(client.feedback_text(state))
+
+
+COMMANDS = (serve_cmd, tokens_cmd, submit_cmd)

@@ -1,0 +1,282 @@
+"""The submission service's HTTP side (Starlette): receive, answer with a receipt, show each student their own.
+
+    POST /api/submissions?lesson=ID      the notebook (or .py) as the body or a multipart field `file`:
+                                         202 and the receipt; 401 no valid token; 429 (+ Retry-After) in the
+                                         cooldown or past the limit (saved, not graded); 413 too large;
+                                         422 not a submission; 507 the server's disk is full (nothing kept)
+    GET  /api/submissions[?lesson=ID]    the caller's submissions, newest first (an instructor: ?student=)
+    GET  /api/submissions/{id}           its state and, once done, the feedback the course's policy allows now
+    GET  /api/submissions/{id}/report    the evidence report, where the policy shows the score
+    POST /api/submissions/{id}/rerun     (instructor) a dead or failed job queued again
+    GET  /api/queue                      (instructor) counts by state, running jobs, p50/p95 of waiting, grading
+    GET  /  /instructor  /files/{lesson}/{path}   the student's page, the instructor's, the batch folders' pages
+
+A request carries `Authorization: Bearer TOKEN` (tokens.py); a page signs in once and keeps the token in a
+cookie that is HttpOnly and SameSite=Strict, honoured for reading only: a change needs the header. Another
+student's submission is a 404, exactly as one that does not exist. Repeated bad tokens from one address are
+answered more and more slowly. The HTTP side never grades: it writes the queue and reads what was recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import errno
+import hmac
+import shutil
+import statistics
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.base import files
+from grader.base.errors import GraderError
+from grader.classroom.batch_folder import BatchFolder
+from grader.lesson import catalog, course
+from grader.service import policy, upload
+from grader.service.jobs import Job, Queue
+from grader.service.tokens import Book, Identity
+
+COOKIE = "grader_session"
+HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"}
+PAGE_CSP = "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox"
+FILES_CSP = "default-src 'self'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+"""The batch folder's pages, for an instructor: the grader's own pages (every student text in them escaped), whose
+links to each other carry the sign-in cookie."""
+
+
+@dataclass
+class Served:
+    """What the HTTP side serves: the queue, the tokens, the batch folders, the lessons."""
+
+    queue: Queue
+    book: Book
+    out: Path
+    lessons: tuple[str, ...]
+    jobs: int
+    min_free: int = 64 * 1024**2
+    """Bytes a disk must keep free for a new upload to be taken (a full disk refuses in one line)."""
+
+
+def app(served: Served) -> Any:
+    """The Starlette application."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    h = _Handlers(served)
+    return Starlette(routes=[
+        Route("/", h.student_page), Route("/instructor", h.instructor_page),
+        Route("/api/session", h.session, methods=["POST", "DELETE"]),
+        Route("/api/lessons", h.lessons),
+        Route("/api/submissions", h.submit, methods=["POST"]), Route("/api/submissions", h.history),
+        Route("/api/submissions/{id}", h.one), Route("/api/submissions/{id}/report", h.report),
+        Route("/api/submissions/{id}/rerun", h.rerun, methods=["POST"]), Route("/api/queue", h.queue_view),
+        Route("/files/{lesson}/{path:path}", h.batch_file)])
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(data, status, headers=dict(HEADERS, **(headers or {})))
+
+
+def _refused(status: int, why: str, headers: dict[str, str] | None = None) -> Any:
+    return _json({"error": why}, status, headers)
+
+
+class _Handlers:
+    def __init__(self, served: Served) -> None:
+        self.s = served
+        self.bad: dict[str, list[float]] = defaultdict(list)
+
+    # -- who asks ---------------------------------------------------------------------------------------------
+    async def who(self, request: Any, reading: bool = True) -> Identity | None:
+        """The caller by their Bearer token (or, for a read, the page's cookie); a bad token is answered slowly."""
+        header = request.headers.get("authorization", "")
+        token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        if not token and reading:
+            token = request.cookies.get(COOKIE, "")
+        person = self.s.book.who(token) if token else None
+        if person is None and token:
+            await self._slowed(request.client.host if request.client else "")
+        return person
+
+    async def _slowed(self, address: str) -> None:
+        now = time.monotonic()
+        recent = [t for t in self.bad[address] if now - t < 60][-50:] + [now]
+        self.bad[address] = recent
+        if len(recent) > 5:
+            await asyncio.sleep(min(5.0, 0.25 * 2 ** (len(recent) - 6)))
+
+    # -- pages ------------------------------------------------------------------------------------------------
+    async def student_page(self, request: Any) -> Any:
+        return self._page("serve_student.html.j2")
+
+    async def instructor_page(self, request: Any) -> Any:
+        return self._page("serve_instructor.html.j2")
+
+    def _page(self, template: str) -> Any:
+        from starlette.responses import HTMLResponse
+
+        from grader.report import render
+
+        lessons = [(i, catalog.get(i).title) for i in self.s.lessons]
+        html = render.environment().get_template(template).render(lessons=lessons, course=course.current().label)
+        return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
+
+    async def session(self, request: Any) -> Any:
+        """Sign a page in (the token in a cookie a page's links carry, for reading) or out."""
+        if request.method == "DELETE":
+            response = _json({"signed_out": True})
+            response.delete_cookie(COOKIE, path="/")
+            return response
+        person = await self.who(request, reading=False)
+        if person is None:
+            return _refused(401, "no valid token: use the one your instructor gave you")
+        response = _json({"who": person.who, "name": person.name, "role": person.role})
+        token = request.headers["authorization"][7:].strip()
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
+                            secure=request.url.scheme == "https")
+        return response
+
+    async def lessons(self, request: Any) -> Any:
+        if await self.who(request) is None:
+            return _refused(401, "no valid token")
+        return _json({"lessons": [{"id": i, "title": catalog.get(i).title} for i in self.s.lessons]})
+
+    # -- submitting -------------------------------------------------------------------------------------------
+    async def submit(self, request: Any) -> Any:
+        person = await self.who(request, reading=False)
+        if person is None:
+            return _refused(401, "no valid token: send `Authorization: Bearer TOKEN` with the token you were given")
+        lesson = request.query_params.get("lesson", "")
+        if lesson not in self.s.lessons:
+            return _refused(404, f"no lesson {lesson[:60]!r} here (served: {', '.join(self.s.lessons)})")
+        limits = course.current().policy(lesson).submissions
+        try:
+            got = await upload.read(request, limits.max_bytes)
+            await asyncio.to_thread(upload.check, got)
+        except upload.Refused as err:
+            return _refused(err.status, str(err))
+        if shutil.disk_usage(self.s.out if self.s.out.exists() else self.s.out.parent).free < self.s.min_free:
+            return _refused(507, "the server's disk is full: nothing was kept; submit again later")
+        try:
+            return await asyncio.to_thread(self._taken, person, lesson, got)
+        except OSError as err:
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                return _refused(507, "the server's disk is full: nothing was kept; submit again later")
+            raise
+
+    def _taken(self, person: Identity, lesson: str, got: upload.Upload) -> Any:
+        now = time.time()
+        admission = policy.admit(self.s.queue, lesson, person.who, now)
+        received_at = dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="milliseconds")
+        try:
+            job, receipt = self.s.queue.add(lesson, person.who, got.sha256, got.name, got.body, received_at,
+                                            admission.graded, self.s.jobs)
+        except Exception as err:
+            if "full" in str(err).lower():  # SQLite's "database or disk is full": the row was not written
+                raise OSError(errno.ENOSPC, "disk full") from None
+            raise
+        if not admission.graded:
+            headers = {"Retry-After": str(admission.retry_after)} if admission.retry_after else {}
+            return _json({"error": admission.why, "saved": receipt.to_dict()}, 429, headers)
+        return _json(receipt.to_dict(), 202)
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    async def history(self, request: Any) -> Any:
+        person = await self.who(request)
+        if person is None:
+            return _refused(401, "no valid token")
+        lesson = request.query_params.get("lesson") or None
+        student = request.query_params.get("student") if person.role == "instructor" else None
+        jobs = await asyncio.to_thread(self.s.queue.of_student, student or person.who, lesson)
+        return _json({"submissions": [self._shown(job, person) for job in jobs]})
+
+    def _mine(self, job: Job | None, person: Identity) -> bool:
+        return job is not None and (person.role == "instructor" or hmac.compare_digest(job.student, person.who))
+
+    def _shown(self, job: Job, person: Identity) -> dict[str, Any]:
+        return policy.shown(job, person.role, report=self._latest(job))
+
+    def _latest(self, job: Job) -> bool:
+        """Whether the lesson's batch folder holds this submission's report (its student's latest grade)."""
+        try:
+            recorded, _ = BatchFolder(self.s.out / job.lesson).recorded(job.student, job.lesson)
+        except GraderError:
+            return False
+        return recorded.digest == job.sha256
+
+    async def one(self, request: Any) -> Any:
+        person = await self.who(request)
+        if person is None:
+            return _refused(401, "no valid token")
+        job = await asyncio.to_thread(self.s.queue.get, request.path_params["id"][:64])
+        if job is None or not self._mine(job, person):
+            return _refused(404, "no such submission of yours")
+        return _json(await asyncio.to_thread(self._shown, job, person))
+
+    async def report(self, request: Any) -> Any:
+        from starlette.responses import HTMLResponse
+
+        person = await self.who(request)
+        job = await asyncio.to_thread(self.s.queue.get, request.path_params["id"][:64]) if person else None
+        if person is None or job is None or not self._mine(job, person):
+            return _refused(404, "no such submission of yours")
+        if job.state != "done" or not await asyncio.to_thread(self._latest, job):
+            return _refused(404, "only the latest graded submission's report is kept")
+        if person.role != "instructor" and policy.level(job.lesson) != "score":
+            return _refused(403, "the report is shown after the due date")
+        html = files.read_regular(BatchFolder(self.s.out / job.lesson).report(job.student, "html")).decode()
+        return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": REPORT_CSP}))
+
+    # -- the instructor's -------------------------------------------------------------------------------------
+    async def rerun(self, request: Any) -> Any:
+        person = await self.who(request, reading=False)
+        if person is None or person.role != "instructor":
+            return _refused(401, "an instructor's token is needed")
+        job = await asyncio.to_thread(self.s.queue.rerun, request.path_params["id"][:64])
+        if job is None:
+            return _refused(404, "no such submission")
+        return _json(policy.shown(job, "instructor"))
+
+    async def queue_view(self, request: Any) -> Any:
+        person = await self.who(request)
+        if person is None or person.role != "instructor":
+            return _refused(401, "an instructor's token is needed")
+        return _json(await asyncio.to_thread(self._queue_data))
+
+    def _queue_data(self) -> dict[str, Any]:
+        q = self.s.queue
+        waiting, grading = q.durations()
+        return {"counts": q.counts(), "running": [policy.shown(j, "instructor") for j in q.recent(("running",))],
+                "trouble": [policy.shown(j, "instructor") for j in q.recent(("dead", "failed"), 50)],
+                "recent": [policy.shown(j, "instructor") for j in q.recent(("done", "queued"), 30)],
+                "wait_s": _percentiles(waiting), "grade_s": _percentiles(grading), "lessons": list(self.s.lessons)}
+
+    async def batch_file(self, request: Any) -> Any:
+        """The batch folders' own pages (the dashboard, the reports, similarity) for an instructor's browser."""
+        from starlette.responses import HTMLResponse
+
+        person = await self.who(request)
+        lesson, path = request.path_params["lesson"], request.path_params["path"]
+        if person is None or person.role != "instructor":
+            return _refused(401, "sign in on /instructor with an instructor's token")
+        if lesson not in self.s.lessons or ".." in path.split("/") or not path.endswith(".html"):
+            return _refused(404, "no such page")
+        try:
+            html = files.read_regular(self.s.out / lesson / path, 64 << 20).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return _refused(404, "no such page (nothing graded yet?)")
+        return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": FILES_CSP}))
+
+
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None, "n": 0}
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return {"p50": round(statistics.median(ordered), 3), "p95": round(p95, 3), "n": len(ordered)}

@@ -1,0 +1,146 @@
+"""Submitting to a course's server: `grader submit` and `grader.submit()` in a notebook, over HTTP (httpx).
+
+Both send the saved file with the student's token and print the receipt (the
+id, the file's SHA-256, when the server received it, the place in the queue
+and an estimate); `--wait` (or `wait=True`) then follows the submission
+until it is graded and prints the feedback the course shows. In a notebook the
+server, the token and the lesson come from the arguments, else GRADER_SERVER
+and GRADER_TOKEN, and the lesson from the notebook's own metadata; the
+notebook must be saved first, as for `grader.check()`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.base import files
+from grader.base.errors import GraderError
+
+WAIT_S = 900.0
+"""How long `--wait` follows a submission before it gives up (the submission itself stays queued)."""
+
+
+def _client(server: str) -> Any:
+    import httpx
+
+    return httpx.Client(base_url=server.rstrip("/"), timeout=httpx.Timeout(30.0, connect=10.0))
+
+
+def _said(response: Any) -> str:
+    try:
+        return str(response.json().get("error") or response.text)[:300]
+    except ValueError:
+        return response.text[:300]
+
+
+def submit(path: Path, server: str, token: str, lesson: str) -> dict[str, Any]:
+    """Send the file; the receipt (checked against the file's own SHA-256), or one line saying why not."""
+    import httpx
+
+    body = files.read_regular(path, 64 << 20)
+    kind = "text/x-python" if path.suffix.lower() == ".py" else "application/x-ipynb+json"
+    try:
+        with _client(server) as http:
+            response = http.post("/api/submissions", params={"lesson": lesson, "name": path.name}, content=body,
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": kind})
+    except httpx.HTTPError as err:
+        raise GraderError(f"the server at {server} could not be reached ({type(err).__name__}): nothing was "
+                          "submitted") from None
+    if response.status_code == 429:
+        retry = response.headers.get("retry-after")
+        raise GraderError(_said(response) + (f" (retry after {retry} s)" if retry else ""))
+    if response.status_code != 202:
+        raise GraderError(f"not submitted ({response.status_code}): {_said(response)}")
+    receipt: dict[str, Any] = response.json()
+    if receipt.get("sha256") != hashlib.sha256(body).hexdigest():
+        raise GraderError("the server's receipt names other bytes than the file sent: submit again")
+    return receipt
+
+
+def follow(server: str, token: str, submission: str, timeout: float = WAIT_S) -> dict[str, Any]:
+    """Poll the submission until it is done or failed (or `timeout` passes); its last state."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    delay = 0.5
+    with _client(server) as http:
+        while True:
+            try:
+                response = http.get(f"/api/submissions/{submission}", headers={"Authorization": f"Bearer {token}"})
+            except httpx.HTTPError:
+                response = None
+            if response is not None and response.status_code != 200:
+                raise GraderError(f"the submission cannot be followed ({response.status_code}): {_said(response)}")
+            state: dict[str, Any] = response.json() if response is not None else {"status": "unknown"}
+            if state.get("status") in ("done", "failed") or time.monotonic() > deadline:
+                return state
+            time.sleep(delay)
+            delay = min(5.0, delay * 1.5)
+
+
+def receipt_text(receipt: dict[str, Any]) -> str:
+    return (f"submitted: {receipt['id']}  sha256 {receipt['sha256'][:16]}…  received {receipt['received_at']}  "
+            f"position {receipt['position']} in the queue, about {receipt['eta_s']:g} s")
+
+
+def feedback_text(state: dict[str, Any]) -> str:
+    """The followed submission as lines for a terminal (what the course shows of it)."""
+    from grader.base import escape, spelling
+
+    if state.get("status") != "done":
+        return f"{state.get('status')}: {escape.terminal(str(state.get('error') or 'not graded yet'))}"
+    lines = []
+    if state.get("score") is not None:
+        lines.append(f"score {spelling.score(state['score'])} of {spelling.score(state['max_score'])}")
+    if state.get("graded") != "graded":
+        lines.append(f"rejected: {escape.terminal(str(state.get('error')))}")
+    for exercise in state.get("exercises") or []:
+        public = exercise.get("public") or []
+        passed = sum(case.get("outcome") == "passed" for case in public)
+        verdict = exercise.get("status") or f"{passed} of {len(public)} public checks passed"
+        lines.append(f"  {escape.terminal(str(exercise.get('id')))}: {escape.terminal(str(verdict))}")
+    return "\n".join(lines)
+
+
+def from_notebook(path: str | Path | None, server: str | None, token: str | None, lesson: str | None,
+                  wait: bool) -> dict[str, Any] | None:
+    """`grader.submit()`: submit the saved notebook this kernel runs (or the one named); print the receipt."""
+    from grader import in_notebook
+
+    notebook = Path(path) if path else in_notebook.session_notebook()
+    if in_notebook.unsaved(in_notebook.recent_cells(), in_notebook.saved_cells(notebook)):
+        print(f"save first: {notebook.name} on disk does not hold the cells you just ran; nothing was submitted")
+        return None
+    server = server or os.environ.get("GRADER_SERVER", "")
+    token = token or os.environ.get("GRADER_TOKEN", "")
+    lesson = lesson or _lesson_of(notebook)
+    missing = [what for what, value in (("server", server), ("token", token), ("lesson", lesson)) if not value]
+    if missing:
+        print(f"grader.submit() needs the {' and the '.join(missing)}: pass them (server=..., token=..., lesson=...) "
+              "or set GRADER_SERVER and GRADER_TOKEN")
+        return None
+    try:
+        receipt = submit(notebook, server, token, lesson or "")
+        print(receipt_text(receipt))
+        if wait:
+            state = follow(server, token, receipt["id"])
+            print(feedback_text(state))
+            return {"receipt": receipt, "state": state}
+    except GraderError as err:
+        print(str(err))
+        return None
+    return {"receipt": receipt}
+
+
+def _lesson_of(notebook: Path) -> str:
+    try:
+        data = json.loads(files.read_regular(notebook, 64 << 20))
+        meta = data.get("metadata", {}).get("grader", {})
+        return str(meta.get("lesson") or "") if isinstance(meta, dict) else ""
+    except (OSError, ValueError, AttributeError):
+        return ""

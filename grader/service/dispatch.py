@@ -1,0 +1,214 @@
+"""The service's grading side: claim queued jobs, grade them with the batch's engine, record each exactly once.
+
+`grader serve` forks a supervisor before it starts serving HTTP; the supervisor
+puts back jobs whose lease ran out (jobs.Queue.reap) and starts one lesson
+host per lesson with work waiting. A lesson host does what a batch's parent
+does (worker.prepare: the warm template, the reference, the checks), then
+forks its pool of workers and loops: claim what it has room for, grade each
+claim in a worker (worker.grade_one), renew its leases, and record each grade
+into the lesson's batch folder (`OUT/<lesson>/`) before it marks the job done.
+A job whose digest the gradebook holds already (a server that died between
+the two) is marked done without a second grade: a submission is graded into
+the gradebook once. A worker that dies fails the pool: its jobs go back to the
+queue (the grader's failure, never the student's) and a new pool is forked.
+A host with nothing to do for IDLE_S stops, its template with it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from grader.base.errors import GraderError
+from grader.base.options import Options
+from grader.classroom import batch, review_join, review_store
+from grader.classroom.batch_folder import BatchFolder
+from grader.classroom.worker import grade_one, prepare
+from grader.lesson import catalog
+from grader.report import finish
+from grader.result import record, seeds, sign, variants
+from grader.result.parts import Submitted
+from grader.service import policy
+from grader.service.jobs import Job, Queue
+
+IDLE_S = 300.0
+"""A lesson host with nothing to grade for this long stops (the next submission starts it again)."""
+CLASS_FILES_S = 30.0
+"""grades.csv and the dashboard are rewritten at most this often while grading, and whenever the queue empties."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the grading side of one server needs (picklable: it crosses a fork)."""
+
+    database: str
+    out: Path
+    jobs: int
+    options: Options
+    lease_s: float = 30.0
+    server: str = ""
+    """This server's name in the queue (host and pid): which jobs it holds."""
+
+
+def received(out: BatchFolder, job: Job, body: bytes) -> Path:
+    """The submission's bytes as a file to grade, by digest (its name the one the student gave, made safe)."""
+    path = out.received(job.sha256, job.name)
+    if not path.is_file():
+        from grader.base import files
+
+        files.write_bytes(path, body)
+    return path
+
+
+def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
+    """The supervisor's loop (a process of its own): reap expired leases, start a host per lesson with work."""
+    batch.die_with_parent()
+    queue = Queue(setup.database)
+    hosts: dict[str, Any] = {}
+    context = multiprocessing.get_context("fork")
+    while True:
+        queue.reap()
+        waiting = {job.lesson for job in queue.recent(("queued",), 1000)} & set(lessons)
+        for lesson in waiting:
+            host = hosts.get(lesson)
+            if host is None or not host.is_alive():
+                if host is not None:
+                    host.join(0)
+                hosts[lesson] = context.Process(target=host_lesson, args=(setup, lesson), name=f"grader-{lesson}")
+                hosts[lesson].start()
+        time.sleep(0.5)
+
+
+def host_lesson(setup: Setup, lesson_id: str) -> None:
+    """One lesson's host: prepare once, then grade its queue until idle."""
+    batch.die_with_parent()
+    lesson = catalog.get(lesson_id)
+    options = replace(setup.options, hash_seed=seeds.batch_hash_seed_for(lesson.id, setup.options.hash_seed),
+                      jobs_at_once=setup.jobs)
+    prepare(lesson, options)
+    _Host(setup, lesson, options).loop()
+
+
+class _Host:
+    def __init__(self, setup: Setup, lesson: catalog.Lesson, options: Options) -> None:
+        self.setup, self.lesson, self.options = setup, lesson, options
+        self.queue = Queue(setup.database)
+        self.out = BatchFolder(setup.out / lesson.id)
+        self.out.make()
+        self.out.claim()
+        self.worker = f"{setup.server}/{lesson.id}"
+        self.secret = seeds.course_secret()
+        self.per_student = variants.enabled(lesson.id)
+        self.running: dict[cf.Future[finish.Graded], Job] = {}
+        self.pool = self._pool()
+        self.written = time.monotonic()
+        self.dirty = False
+
+    def _pool(self) -> cf.ProcessPoolExecutor:
+        return cf.ProcessPoolExecutor(max_workers=self.setup.jobs, initializer=batch.die_with_parent)
+
+    def loop(self) -> None:
+        last_work = time.monotonic()
+        renewed = 0.0
+        while True:
+            for job in self.queue.claim([self.lesson.id], self.worker, self.setup.jobs - len(self.running),
+                                        self.setup.lease_s):
+                self._start(job)
+            if self.running:
+                last_work = time.monotonic()
+                done, _ = cf.wait(list(self.running), timeout=0.25, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    self._finish(future, self.running.pop(future))
+            else:
+                self._class_files(idle=True)
+                if time.monotonic() - last_work > IDLE_S:
+                    return
+                time.sleep(0.2)
+            if time.monotonic() - renewed > self.setup.lease_s / 3:
+                self.queue.renew(self.worker, self.setup.lease_s)
+                renewed = time.monotonic()
+            self._class_files(idle=False)
+
+    def _start(self, job: Job) -> None:
+        with self.out.open_gradebook() as book:
+            known = book.score_of(job.lesson, job.student, job.sha256)
+        if known is not None:  # graded into the gradebook before its server died: never graded twice
+            status, score, max_score, data = known
+            self.queue.done(job, self.worker, status, score, max_score, data.error,
+                            policy.verdicts(data))
+            return
+        path = received(self.out, job, self.queue.body(job.sha256))
+        options = variants.own_options(self.lesson, self.options, job.student, self.secret, self.per_student)
+        future = self.pool.submit(_graded, self.setup.database, job.id, str(path), self.lesson.id, options, job.student)
+        self.running[future] = job
+
+    def _finish(self, future: cf.Future[finish.Graded], job: Job) -> None:
+        try:
+            graded = future.result()
+        except cf.process.BrokenProcessPool:
+            self._broken()
+            self.queue.failed(job, self.worker, "a grading worker died")
+            return
+        except Exception as err:  # the grader's own failure: retried, never the student's attempt
+            self.queue.failed(job, self.worker, f"{type(err).__name__}: {err}")
+            return
+        if (graded.result.error or "").startswith(record.INTERNAL_ERROR):
+            self.queue.failed(job, self.worker, graded.result.error or "")
+            return
+        result = self._record(job, graded)
+        self.queue.done(job, self.worker, result.status, result.score, result.max_score, result.error,
+                        policy.verdicts(result))
+        self.dirty = True
+
+    def _broken(self) -> None:
+        """A worker died: every job of the pool goes back to the queue, and a new pool is forked."""
+        for other, job in list(self.running.items()):
+            self.running.pop(other)
+            self.queue.failed(job, self.worker, "a grading worker died")
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool = self._pool()
+
+    def _record(self, job: Job, graded: finish.Graded) -> Any:
+        receipt = (("id", job.id), ("sha256", job.sha256), ("received_at", job.received_at))
+        arrived = replace(graded, result=replace(graded.result, submitted_as=Submitted(
+            "service", (job.name,), submitted_at=job.received_at, receipt=receipt)))
+        store = review_store.Store(self.out.review_store) if self.out.review_store.is_file() else None
+        try:
+            joined = review_join.graded(arrived, self.lesson, review_join.decisions(store, self.lesson, job.student,
+                                                                                    None))
+        finally:
+            review_store.close(store)
+        with self.out.open_gradebook() as book:
+            key = sign.signing_key()
+            return self.out.store(book, job.student, self.out.received(job.sha256, job.name), joined, key).result
+
+    def _class_files(self, idle: bool) -> None:
+        if not self.dirty or (not idle and time.monotonic() - self.written < CLASS_FILES_S):
+            return
+        self.dirty, self.written = False, time.monotonic()
+        try:
+            with self.out.open_gradebook() as book:
+                review_join.class_files(self.out, self.lesson, book, None)
+        except (OSError, GraderError) as err:  # the class's files wait for the next grade; the grades are kept
+            print(f"grader serve: the class files of {self.lesson.id} were not rewritten ({err})", flush=True)
+
+
+_WORKER_QUEUE: list[Queue] = []
+
+
+def _graded(database: str, job_id: str, path: str, lesson_id: str, options: Options, student: str) -> finish.Graded:
+    """A pool worker's task: say which process grades the job, then grade it as a batch's worker does."""
+    try:
+        if not _WORKER_QUEUE:
+            _WORKER_QUEUE.append(Queue(database))
+        _WORKER_QUEUE[0].running_on(job_id, os.getpid())
+    except GraderError:
+        pass  # shown to the instructor only; the grade goes on
+    graded = grade_one(path, lesson_id, options, student)
+    return dataclasses.replace(graded, worker={})

@@ -1,0 +1,349 @@
+"""The submission service's durable queue: every submission a row, every move of it one transaction.
+
+    saved -> queued -> running -> done                  a grade recorded (or the file's own rejection)
+                              \\-> queued (backoff) -> dead   the grader's own failures: retried, then shown to
+                                                            the instructor with a rerun
+              queued -> superseded                      a newer submission of the same student and lesson came
+    saved                                               taken in the cooldown or past the limit: kept, not graded
+
+Embedded by default (SQLite in WAL mode, in the course's private folder);
+`postgresql://...` lets several servers share one queue, claiming with
+`FOR UPDATE SKIP LOCKED`. A claim holds a lease that its server renews; a
+lease that runs out (the server or its worker died) puts the job back in the
+queue. The order is fair: low priority (regrades) last, then each student's
+turn (a student with work queued or running waits behind those without),
+then arrival. A student's second job of one lesson never runs beside the
+first, so their latest result is always the latest submission's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import sqlite3
+import statistics
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.base import files
+from grader.base.errors import GraderError
+
+STATES = ("saved", "queued", "running", "done", "failed", "dead", "superseded")
+SHOWN = {"saved": "saved", "queued": "queued", "running": "running", "done": "done", "failed": "failed",
+         "dead": "failed", "superseded": "failed"}
+"""What a student's client is told of each state (the contract's four, and `saved` for a submission not graded)."""
+TRIES = 3
+"""Tries of a job whose grading failed for the grader's own reasons, before it is dead."""
+BACKOFF_S = 5.0
+"""The wait before the second try; doubled before each later one."""
+_COLUMNS = ("id", "lesson", "student", "sha256", "name", "received_at", "received", "state", "priority", "turn",
+            "tries", "not_before", "lease_until", "worker", "pid", "started", "finished", "status", "score",
+            "max_score", "error", "superseded_by", "feedback")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission as the queue holds it."""
+
+    id: str
+    lesson: str
+    student: str
+    sha256: str
+    name: str
+    received_at: str
+    """When the server received it (UTC, ISO 8601): the time lateness is counted from."""
+    received: float
+    state: str
+    priority: int = 0
+    turn: int = 0
+    tries: int = 0
+    not_before: float = 0.0
+    lease_until: float | None = None
+    worker: str | None = None
+    pid: int | None = None
+    started: float | None = None
+    finished: float | None = None
+    status: str | None = None
+    """The grade's status once done (`graded`, or `rejected` for a file the grader could not grade)."""
+    score: float | None = None
+    max_score: float | None = None
+    error: str | None = None
+    superseded_by: str | None = None
+    feedback: str | None = None
+    """The verdicts as JSON (feedback.verdicts), filtered by the course's policy when shown."""
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What the server answers on receiving a submission (the contract's receipt)."""
+
+    id: str
+    sha256: str
+    received_at: str
+    position: int
+    eta_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "sha256": self.sha256, "received_at": self.received_at, "position": self.position,
+                "eta_s": self.eta_s}
+
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS uploads (sha256 TEXT PRIMARY KEY, body {blob} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, lesson TEXT NOT NULL, student TEXT NOT NULL,"
+    " sha256 TEXT NOT NULL, name TEXT NOT NULL, received_at TEXT NOT NULL, received DOUBLE PRECISION NOT NULL,"
+    " state TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, turn INTEGER NOT NULL DEFAULT 0,"
+    " tries INTEGER NOT NULL DEFAULT 0, not_before DOUBLE PRECISION NOT NULL DEFAULT 0,"
+    " lease_until DOUBLE PRECISION, worker TEXT, pid INTEGER, started DOUBLE PRECISION, finished DOUBLE PRECISION,"
+    " status TEXT, score DOUBLE PRECISION, max_score DOUBLE PRECISION, error TEXT, superseded_by TEXT, feedback TEXT)",
+    "CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (lesson, state, priority, turn, received)",
+    "CREATE INDEX IF NOT EXISTS jobs_student ON jobs (student, lesson, state)",
+)
+
+
+class _Database:
+    """One connection to the queue's database (SQLite, or PostgreSQL with `postgresql://`), shared by the threads
+    of a process one statement at a time, its tables made on first use."""
+
+    def __init__(self, where: str | Path) -> None:
+        self.where = str(where)
+        self.postgres = self.where.startswith(("postgresql://", "postgres://"))
+        self._lock = threading.RLock()
+        self._db: Any = self._connect()
+        with self._tx() as db:
+            for statement in _SCHEMA:
+                db.execute(statement.format(blob="BYTEA" if self.postgres else "BLOB"))
+
+    def _connect(self) -> Any:
+        if self.postgres:
+            try:
+                import psycopg
+            except ImportError:
+                raise GraderError("a PostgreSQL queue needs psycopg: pip install '.[postgres]'") from None
+            try:
+                return psycopg.connect(self.where, autocommit=True, connect_timeout=10)
+            except psycopg.Error as err:
+                raise GraderError(f"the queue's database cannot be reached ({str(err).strip().splitlines()[0]})") \
+                    from None
+        files.make_dirs(Path(self.where).parent)
+        try:
+            db = sqlite3.connect(self.where, timeout=30, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")  # a receipt promises the row survives a power cut
+        except sqlite3.DatabaseError as err:
+            raise GraderError(f"{self.where} is not a queue this tool can use ({err})") from None
+        return db
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[_Cursor]:
+        """One transaction, under this connection's lock: everything in it or nothing."""
+        with self._lock:
+            if self.postgres:
+                with self._db.transaction():
+                    yield _Cursor(self._db.cursor(), True)
+                return
+            self._db.execute("BEGIN IMMEDIATE")  # writers queue here: a claim never interleaves with another
+            try:
+                yield _Cursor(self._db.cursor(), False)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class Queue(_Database):
+    """The job table: a submission's every move is one transaction."""
+
+    # -- receiving --------------------------------------------------------------------------------------------
+    def add(self, lesson: str, student: str, sha256: str, name: str, body: bytes, received_at: str,
+            graded: bool, jobs: int = 1, priority: int = 0) -> tuple[Job, Receipt]:
+        """Keep a submission: its bytes by digest, its row `queued` (a queued one of the same student and lesson
+        superseded), or `saved` when it is not to be graded; returns the row and its receipt."""
+        job_id = secrets.token_hex(8)
+        now = time.time()
+        with self._tx() as db:
+            db.execute("INSERT INTO uploads (sha256, body) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING",
+                       (sha256, body))
+            state = "queued" if graded else "saved"
+            turn = 0
+            if graded:
+                db.execute("UPDATE jobs SET state='superseded', superseded_by=? WHERE lesson=? AND student=? AND "
+                           "state='queued' AND priority=?", (job_id, lesson, student, priority))
+                turn = db.one("SELECT COUNT(*) FROM jobs WHERE student=? AND state IN ('queued', 'running')",
+                              (student,))[0]
+            db.execute(f"INSERT INTO jobs (id, lesson, student, sha256, name, received_at, received, state, priority, "
+                       f"turn) VALUES ({', '.join('?' * 10)})",
+                       (job_id, lesson, student, sha256, name, received_at, now, state, priority, turn))
+            position = db.one("SELECT COUNT(*) FROM jobs WHERE lesson=? AND state='queued' AND (priority < ? OR "
+                              "(priority = ? AND (turn < ? OR (turn = ? AND received <= ?))))",
+                              (lesson, priority, priority, turn, turn, now))[0] if graded else 0
+        job = self.get(job_id)
+        assert job is not None
+        return job, Receipt(job_id, sha256, received_at, int(position), self.eta(lesson, int(position), jobs))
+
+    def body(self, sha256: str) -> bytes:
+        """The bytes a submission was received as."""
+        with self._tx() as db:
+            row = db.one("SELECT body FROM uploads WHERE sha256=?", (sha256,))
+        if row is None:
+            raise GraderError(f"no upload with digest {sha256[:12]}")
+        return bytes(row[0])
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    def get(self, job_id: str) -> Job | None:
+        with self._tx() as db:
+            row = db.one(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE id=?", (job_id,))
+        return Job(*row) if row else None
+
+    def of_student(self, student: str, lesson: str | None = None, limit: int = 200) -> list[Job]:
+        """A student's submissions, newest first."""
+        return self._select("student=?" + (" AND lesson=?" if lesson else ""),
+                            (student, lesson) if lesson else (student,), limit)
+
+    def recent(self, states: Sequence[str], limit: int = 200) -> list[Job]:
+        """The newest submissions in these states."""
+        marks = ", ".join("?" * len(states))
+        return self._select(f"state IN ({marks})", tuple(states), limit)
+
+    def _select(self, where: str, params: tuple[Any, ...], limit: int) -> list[Job]:
+        with self._tx() as db:
+            rows = db.all(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE {where} ORDER BY received DESC LIMIT ?",
+                          (*params, limit))
+        return [Job(*row) for row in rows]
+
+    def graded_since(self, lesson: str, student: str) -> tuple[int, float | None]:
+        """(graded submissions that count against the limit, when the latest of them was received): queued,
+        running and done ones; the grader's failures and superseded ones never count."""
+        with self._tx() as db:
+            count, last = db.one("SELECT COUNT(*), MAX(received) FROM jobs WHERE lesson=? AND student=? AND "
+                                 "priority=0 AND state IN ('queued', 'running', 'done')", (lesson, student))
+        return int(count), last
+
+    def counts(self) -> dict[str, int]:
+        with self._tx() as db:
+            rows = db.all("SELECT state, COUNT(*) FROM jobs GROUP BY state", ())
+        return dict.fromkeys(STATES, 0) | {str(state): int(n) for state, n in rows}
+
+    def durations(self, lesson: str | None = None, last: int = 200) -> tuple[list[float], list[float]]:
+        """(seconds waiting in the queue, seconds grading) of the latest finished grades."""
+        with self._tx() as db:
+            rows = db.all("SELECT started - received, finished - started FROM jobs WHERE state='done' AND "
+                          "started IS NOT NULL" + (" AND lesson=?" if lesson else "") + " ORDER BY finished DESC "
+                          "LIMIT ?", ((lesson, last) if lesson else (last,)))
+        return [max(0.0, r[0]) for r in rows], [max(0.0, r[1]) for r in rows]
+
+    def eta(self, lesson: str, position: int, jobs: int) -> float:
+        """Seconds until a job at this position is graded, from the median of recent grades (10 s before any)."""
+        _, grading = self.durations(lesson, 50)
+        typical = statistics.median(grading) if grading else 10.0
+        rounds = -(-max(1, position) // max(1, jobs))
+        return round(rounds * typical, 1)
+
+    # -- grading ----------------------------------------------------------------------------------------------
+    def claim(self, lessons: Sequence[str], worker: str, n: int, lease_s: float) -> list[Job]:
+        """Up to `n` queued jobs of these lessons for `worker`, in the fair order, each leased for `lease_s`."""
+        if n <= 0 or not lessons:
+            return []
+        now = time.time()
+        marks = ", ".join("?" * len(lessons))
+        pick = (f"SELECT id, lesson, student FROM jobs WHERE state='queued' AND lesson IN ({marks}) AND not_before <= ?"
+                " AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.state='running' AND r.lesson=jobs.lesson AND "
+                "r.student=jobs.student) ORDER BY priority, turn, received LIMIT ?"
+                + (" FOR UPDATE SKIP LOCKED" if self.postgres else ""))
+        taken: list[str] = []
+        with self._tx() as db:
+            seen: set[tuple[str, str]] = set()
+            for job_id, lesson, student in db.all(pick, (*lessons, now, n * 4)):
+                if (lesson, student) in seen or len(taken) == n:
+                    continue  # one job per student and lesson at a time, even within one claim
+                seen.add((lesson, student))
+                db.execute("UPDATE jobs SET state='running', worker=?, pid=NULL, lease_until=?, started=?, "
+                           "tries=tries+1 WHERE id=? AND state='queued'", (worker, now + lease_s, now, job_id))
+                taken.append(job_id)
+        return [job for job in (self.get(i) for i in taken) if job is not None]
+
+    def renew(self, worker: str, lease_s: float) -> None:
+        """The heartbeat: every job `worker` holds is leased again."""
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET lease_until=? WHERE worker=? AND state='running'", (time.time() + lease_s, worker))
+
+    def running_on(self, job_id: str, pid: int) -> None:
+        """Which process grades the job (shown to the instructor)."""
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET pid=? WHERE id=? AND state='running'", (pid, job_id))
+
+    def reap(self) -> int:
+        """Jobs whose lease ran out (their server or worker died) go back to the queue, or are dead after TRIES."""
+        now = time.time()
+        with self._tx() as db:
+            expired = db.all("SELECT id, tries FROM jobs WHERE state='running' AND lease_until < ?"
+                             + (" FOR UPDATE SKIP LOCKED" if self.postgres else ""), (now,))
+            for job_id, tries in expired:
+                self._retry(db, job_id, tries, "its grading stopped (the server or its worker died)", now)
+        return len(expired)
+
+    def failed(self, job: Job, worker: str, why: str) -> None:
+        """The grader failed on this job (not the student): try again after a backoff, or dead after TRIES."""
+        with self._tx() as db:
+            row = db.one("SELECT tries FROM jobs WHERE id=? AND state='running' AND worker=?", (job.id, worker))
+            if row is not None:
+                self._retry(db, job.id, row[0], why, time.time())
+
+    @staticmethod
+    def _retry(db: _Cursor, job_id: str, tries: int, why: str, now: float) -> None:
+        if tries >= TRIES:
+            db.execute("UPDATE jobs SET state='dead', worker=NULL, error=?, finished=? WHERE id=?", (why[:500], now, job_id))
+        else:
+            db.execute("UPDATE jobs SET state='queued', worker=NULL, pid=NULL, lease_until=NULL, error=?, "
+                       "not_before=? WHERE id=?", (why[:500], now + BACKOFF_S * 2 ** (tries - 1), job_id))
+
+    def done(self, job: Job, worker: str, status: str, score: float, max_score: float, error: str | None,
+             feedback: str) -> bool:
+        """The job's grade is recorded; False when this worker no longer held it (its lease ran out and another
+        took it: that one finishes it)."""
+        with self._tx() as db:
+            n = db.execute("UPDATE jobs SET state='done', finished=?, status=?, score=?, max_score=?, error=?, "
+                           "feedback=?, lease_until=NULL WHERE id=? AND state='running' AND worker=?",
+                           (time.time(), status, score, max_score, error, feedback, job.id, worker))
+        return n == 1
+
+    def rerun(self, job_id: str) -> Job | None:
+        """The instructor's rerun of a dead or failed job: queued again, its tries reset."""
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET state='queued', tries=0, not_before=0, error=NULL, worker=NULL WHERE id=? "
+                       "AND state IN ('dead', 'failed')", (job_id,))
+        return self.get(job_id)
+
+    def release(self, server: str) -> None:
+        """A server stopping cleanly hands its running jobs back at once (tries not counted)."""
+        prefix = server + "/"
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET state='queued', worker=NULL, pid=NULL, lease_until=NULL, tries=tries-1 "
+                       "WHERE substr(worker, 1, ?)=? AND state='running'", (len(prefix), prefix))
+
+
+class _Cursor:
+    """One transaction's statements, written with `?` for both databases."""
+
+    def __init__(self, cursor: Any, postgres: bool) -> None:
+        self.cursor, self.postgres = cursor, postgres
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        self.cursor.execute(sql.replace("?", "%s") if self.postgres else sql, params)
+        return int(self.cursor.rowcount)
+
+    def one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        self.execute(sql, params)
+        return self.cursor.fetchone()
+
+    def all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        self.execute(sql, params)
+        return list(self.cursor.fetchall())

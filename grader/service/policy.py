@@ -1,0 +1,108 @@
+"""The course's submission policy as the service applies it: who may be graded now, and what a student is shown.
+
+`[lessons.<id>.submissions]` in course.toml (course.Submissions): a cooldown
+between graded submissions and a most-graded count (a submission taken inside
+either is saved, never lost, and not graded: the answer is 429 with
+`Retry-After` where waiting helps); what a student sees before the due date
+and after it (`public`: the public checks only, `verdicts`: each exercise's
+verdict too, `score`: the score and the report as well). A lesson with no due
+date shows what `after_due` says. The grader's own failures never cost an
+attempt (jobs.Queue.graded_since counts only what was graded or waits to be).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from grader.lesson import course
+from grader.result.record import GradeResult
+from grader.service.jobs import SHOWN, Job, Queue
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Whether a submission is graded, or only saved, and why."""
+
+    graded: bool
+    why: str = ""
+    retry_after: int | None = None
+    """Seconds until the cooldown ends (None: waiting does not help)."""
+
+
+def admit(queue: Queue, lesson_id: str, student: str, now: float) -> Admission:
+    """Whether this student's new submission of the lesson is graded now (else it is saved only)."""
+    limits = course.current().policy(lesson_id).submissions
+    count, last = queue.graded_since(lesson_id, student)
+    if limits.max_graded is not None and count >= limits.max_graded:
+        return Admission(False, f"saved, not graded: all {limits.max_graded} graded submissions of {lesson_id} are "
+                                "used")
+    if last is not None and limits.cooldown_minutes > 0:
+        wait = last + limits.cooldown_minutes * 60 - now
+        if wait > 0:
+            return Admission(False, f"saved, not graded: the next graded submission of {lesson_id} is possible in "
+                                    f"{math.ceil(wait)} s (a cooldown of {limits.cooldown_minutes:g} min)",
+                             math.ceil(wait))
+    return Admission(True)
+
+
+def level(lesson_id: str, now: dt.datetime | None = None) -> str:
+    """What a student sees of a graded submission of this lesson now: `public`, `verdicts` or `score`."""
+    policy = course.current().policy(lesson_id)
+    now = now or dt.datetime.now(dt.UTC)
+    before = policy.due is not None and now < policy.due
+    return policy.submissions.before_due if before else policy.submissions.after_due
+
+
+def verdicts(result: GradeResult) -> str:
+    """What a graded submission's feedback is made from, kept with its job (JSON): each exercise's verdict, its
+    public cases and how many hidden cases passed; hidden answers are never kept."""
+    late = result.manual.late.to_dict() if result.manual is not None and result.manual.late else None
+    exercises = [{"id": e.id, "status": e.status, "score": e.score, "max_score": e.max_score, "kind": e.kind,
+                  "messages": list(e.messages[:6]),
+                  "public": [{"label": c.label, "outcome": c.outcome, "message": c.message} for c in e.cases
+                             if not c.hidden],
+                  "hidden": [sum(c.outcome == "passed" for c in e.cases if c.hidden), sum(c.hidden for c in e.cases)]}
+                 for e in result.exercises]
+    return json.dumps({"status": result.status, "error": result.error, "late": late, "exercises": exercises})
+
+
+def shown(job: Job, seen_by: str, report: bool = False) -> dict[str, Any]:
+    """A submission as its student (or an instructor: `seen_by`) is shown it: the state, and once done, the
+    feedback the course's policy allows now."""
+    data: dict[str, Any] = {"id": job.id, "lesson": job.lesson, "status": SHOWN[job.state], "sha256": job.sha256,
+                            "name": job.name, "received_at": job.received_at}
+    if seen_by == "instructor":
+        data.update(student=job.student, state=job.state, tries=job.tries, pid=job.pid)
+    if job.state in ("failed", "dead"):
+        data["error"] = "the grader could not grade it (not counted against you): " + (job.error or "unknown")
+    if job.state == "superseded":
+        data["error"] = f"not graded: a newer submission ({job.superseded_by}) replaced it in the queue"
+    if job.state == "saved":
+        data["error"] = "saved, not graded (the cooldown or the limit of graded submissions)"
+    if job.state != "done":
+        return data
+    what = "score" if seen_by == "instructor" else level(job.lesson)
+    feedback = json.loads(job.feedback or "{}")
+    data.update(score=job.score if what == "score" else None, max_score=job.max_score if what == "score" else None,
+                graded=job.status, shows=what)
+    if job.status != "graded":
+        data["error"] = job.error
+        return data
+    data["exercises"] = [_exercise(e, what) for e in feedback.get("exercises", [])]
+    if what == "score":
+        data["late"] = feedback.get("late")
+        data["report"] = f"/api/submissions/{job.id}/report" if report else None
+    return data
+
+
+def _exercise(e: dict[str, Any], what: str) -> dict[str, Any]:
+    shown_: dict[str, Any] = {"id": e.get("id"), "public": e.get("public", [])}
+    if what in ("verdicts", "score"):
+        shown_.update(status=e.get("status"), messages=e.get("messages", []), hidden_passed=e.get("hidden"))
+    if what == "score":
+        shown_.update(score=e.get("score"), max_score=e.get("max_score"))
+    return shown_

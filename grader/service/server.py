@@ -1,0 +1,98 @@
+"""`grader serve`: one process answering HTTP, beside one grading supervisor it forks first.
+
+The grading side is forked before the HTTP side starts any thread, so the
+pools it forks later never inherit a lock held by the web server; it dies with
+the server (and its lesson hosts and workers with it). The queue is durable,
+so a server killed at any moment loses nothing accepted: on restart the jobs
+it held come back when their leases run out. The output folder holds one
+batch folder per lesson (`OUT/<lesson>/`): `review`, `similarity`, the
+exports and portfolios read it as they read a batch's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.base.errors import GraderError
+from grader.base.options import Options
+from grader.classroom import batch
+from grader.lesson import catalog, course
+from grader.service import dispatch
+from grader.service.app import Served, app
+from grader.service.jobs import Queue
+from grader.service.tokens import Book
+
+QUEUE_FILE = "queue.sqlite"
+
+
+@dataclass(frozen=True)
+class Config:
+    out: Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    jobs: int = 2
+    database: str | None = None
+    """`postgresql://...` to share one queue between servers; None: SQLite in the course's private folder."""
+    options: Options = Options()
+    lease_s: float = 30.0
+    min_free_mb: int = 64
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+
+def _watch(grading: Any, server: Any) -> None:
+    """A server whose grading side died stops, in one line, rather than take submissions nobody grades."""
+    grading.join()
+    if not server.should_exit:
+        print(f"grader serve: the grading side stopped (exit code {grading.exitcode}); stopping. Accepted "
+              "submissions are kept in the queue: start the server again to grade them.", file=sys.stderr, flush=True)
+        server.should_exit = True
+
+
+def database(config: Config) -> str:
+    """Where the queue lives: the URL given, else the course's private folder."""
+    return config.database or str(course.private_folder() / QUEUE_FILE)
+
+
+def serve(config: Config, ready: Any = None) -> None:
+    """Serve until interrupted (SIGINT or SIGTERM): the grading supervisor is forked first, then HTTP."""
+    import uvicorn
+
+    lessons = tuple(catalog.available())
+    if not lessons:
+        raise GraderError("this course has no lessons to serve")
+    batch.refuse_without_isolation(config.options)
+    where = database(config)
+    Queue(where).close()  # the tables made, and a bad address refused, before anything starts
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    setup = dispatch.Setup(where, config.out.absolute(), config.jobs, config.options, config.lease_s, name)
+    grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons),
+                                                          name="grader-supervisor")
+    grading.start()
+    served = Served(Queue(where), Book(), config.out, lessons, config.jobs, config.min_free_mb * 1024**2)
+    sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((config.host, config.port))
+    sock.listen(512)
+    scheme = "https" if config.ssl_certfile else "http"
+    url = f"{scheme}://{config.host}:{sock.getsockname()[1]}/"
+    server = uvicorn.Server(uvicorn.Config(app(served), log_level="warning", lifespan="off",
+                                           ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile,
+                                           timeout_graceful_shutdown=5))
+    if ready is not None:
+        ready(url)
+    threading.Thread(target=_watch, args=(grading, server), daemon=True).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        grading.kill()  # its lesson hosts, their workers and templates die with it (each dies with its parent)
+        grading.join(5)
+        Queue(where).release(name)  # a clean stop hands its running jobs back now, uncounted
+        served.queue.close()

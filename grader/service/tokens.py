@@ -1,0 +1,105 @@
+"""Who may submit: one secret token per student, one per instructor, kept hashed in the course's private folder.
+
+`grader tokens --roster R --out tokens.csv` writes `student,name,token` for the
+instructor to hand out, and keeps only each token's SHA-256 (private/tokens.json,
+0600): a copy of the course folder gives nobody a way in. A token is 32 random
+bytes, so one hash (no slow key derivation) is as safe as a password's would be;
+the server compares digests in constant time. Issuing a student a token again
+replaces their old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.base import escape, files
+from grader.base.errors import GraderError
+from grader.intake import roster as class_list
+from grader.lesson import course
+
+FILE = "tokens.json"
+PREFIX = {"student": "gs_", "instructor": "gi_"}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Whom a token names."""
+
+    who: str
+    name: str
+    role: str
+    """`student` or `instructor`."""
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _path() -> Path:
+    return course.private_folder() / FILE
+
+
+def _read(path: Path) -> dict[str, dict[str, str]]:
+    try:
+        data = json.loads(files.read_regular(path, 16 << 20))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise GraderError(f"{path} cannot be read ({type(err).__name__}): issue the tokens again") from None
+    if not isinstance(data, dict):
+        raise GraderError(f"{path} is not a token file this tool wrote: issue the tokens again")
+    return {str(k): v for k, v in data.items() if isinstance(v, dict)}
+
+
+def issue(people: list[tuple[str, str]], role: str) -> list[tuple[Identity, str]]:
+    """New tokens for these (id, name) pairs, stored hashed (replacing each one's earlier token); returns them."""
+    path = _path()
+    stored = _read(path)
+    made = []
+    for who, name in people:
+        token = PREFIX[role] + secrets.token_urlsafe(32)
+        stored = {k: v for k, v in stored.items() if not (v.get("who") == who and v.get("role") == role)}
+        stored[_digest(token)] = {"who": who, "name": name, "role": role}
+        made.append((Identity(who, name, role), token))
+    files.write_text(path, json.dumps(stored, indent=1, sort_keys=True) + "\n", private=True)
+    return made
+
+
+def for_roster(roster: Path) -> list[tuple[Identity, str]]:
+    """A token for every student on the roster."""
+    members = class_list.read(roster)
+    people = [(m.student, m.name) for m in members.members]
+    if not people:
+        raise GraderError(f"{roster}: no students on the roster")
+    return issue(people, "student")
+
+
+def write_csv(made: list[tuple[Identity, str]], out: Path) -> None:
+    """student,name,token: the file the instructor hands out (each line to its student only), kept owner-only;
+    roster fields are made safe for a spreadsheet."""
+    rows = [("student", "name", "token"), *((person.who, person.name, token) for person, token in made)]
+    files.write_text(out, escape.csv_text(rows, "\n"), private=True)
+
+
+class Book:
+    """The tokens the server accepts, read once (a restart reads tokens issued since)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or _path()
+        self.known = _read(self.path)
+
+    def who(self, token: str) -> Identity | None:
+        """Whom the token names, or None; the digest is compared in constant time."""
+        if not token or len(token) > 200:
+            return None
+        given = _digest(token)
+        found = None
+        for stored, person in self.known.items():  # every digest compared, in constant time: no early answer
+            if hmac.compare_digest(stored, given):
+                found = Identity(str(person.get("who", "")), str(person.get("name", "")), str(person.get("role", "")))
+        return found

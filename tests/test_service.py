@@ -1,0 +1,264 @@
+"""The submission service without a kernel: the queue's moves, the HTTP contract, tokens and the course's policy.
+
+The HTTP tests drive the real Starlette application on uvicorn, on loopback in a
+thread of the test (httpx as the client); the grading side is not started, so
+every answer here is what the HTTP side decides by itself. The live tests (test_service_live.py)
+grade for real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.service import jobs as jobs_module
+from grader.service.jobs import Queue
+
+NOTEBOOK = Path(__file__).parent.parent / "samples" / "inference-capacity" / "ada.ipynb"
+
+
+def _q(tmp_path: Path) -> Queue:
+    return Queue(tmp_path / "queue.sqlite")
+
+
+def _add(q: Queue, student: str, lesson: str = "inference-capacity", body: bytes = b"x", priority: int = 0) -> Any:
+    digest = hashlib.sha256(body + student.encode()).hexdigest()
+    return q.add(lesson, student, digest, "hw.ipynb", body, "2026-12-06T00:00:00+00:00", True, 2, priority)
+
+
+# -- the queue ----------------------------------------------------------------------------------------------------
+def test_receipts_count_the_queue_ahead_and_a_resubmission_supersedes_the_queued_one(tmp_path: Path) -> None:
+    q = _q(tmp_path)
+    _, first = _add(q, "ada", body=b"a1")
+    _, second = _add(q, "ben")
+    assert (first.position, second.position) == (1, 2)
+    job, third = _add(q, "ada", body=b"a2")  # ada's first is dropped: the newest counts, and she keeps her turn
+    assert q.get(first.id).state == "superseded" and q.get(first.id).superseded_by == third.id
+    assert third.position == 2  # ben (received earlier) and then her new one
+    assert q.counts()["queued"] == 2
+    # no grade yet: the estimate is the 10 s default per round of 2 jobs; position 2 is the first round
+    assert third.eta_s == 10.0
+
+
+def test_students_take_turns_and_one_student_never_runs_two_jobs_of_a_lesson_at_once(tmp_path: Path) -> None:
+    q = _q(tmp_path)
+    _add(q, "ada", "inference-capacity")
+    _add(q, "ada", "inference-scaling")  # ada already waits: this one is her second turn
+    _add(q, "ben", "inference-scaling")
+    _add(q, "cleo", "inference-capacity", priority=1)  # a regrade: after everyone else
+    order = [(j.student, j.lesson) for j in q.claim(["inference-capacity", "inference-scaling"], "s/1", 4, 30)]
+    assert order == [("ada", "inference-capacity"), ("ben", "inference-scaling"), ("ada", "inference-scaling"),
+                     ("cleo", "inference-capacity")]
+    _add(q, "ben", "inference-scaling", body=b"again")  # ben's job of that lesson is running: this one waits
+    assert q.claim(["inference-scaling"], "s/1", 4, 30) == []
+
+
+def test_a_lease_that_runs_out_puts_the_job_back_and_the_third_failure_is_dead(tmp_path: Path) -> None:
+    q = _q(tmp_path)
+    _, receipt = _add(q, "ada")
+    for attempt in range(1, jobs_module.TRIES + 1):
+        (job,) = q.claim(["inference-capacity"], f"s/{attempt}", 1, lease_s=-1)  # leased into the past: expired
+        assert job.tries == attempt
+        assert q.reap() == 1
+        back = q.get(receipt.id)
+        if attempt < jobs_module.TRIES:
+            assert back.state == "queued"
+            # backoff: 5 s, then 10 s (BACKOFF_S doubled), before another server may take it
+            assert back.not_before - time.time() == pytest.approx(5.0 * 2 ** (attempt - 1), abs=2)
+            with q._tx() as db:
+                db.execute("UPDATE jobs SET not_before=0 WHERE id=?", (receipt.id,))
+    assert q.get(receipt.id).state == "dead"
+    assert "died" in q.get(receipt.id).error
+    assert q.rerun(receipt.id).state == "queued" and q.get(receipt.id).tries == 0
+
+
+def test_only_the_holder_of_a_job_finishes_it(tmp_path: Path) -> None:
+    q = _q(tmp_path)
+    _add(q, "ada")
+    (job,) = q.claim(["inference-capacity"], "s/one", 1, 30)
+    assert not q.done(job, "s/other", "graded", 1.0, 2.0, None, "{}")
+    assert q.done(job, "s/one", "graded", 1.0, 2.0, None, "{}")
+    assert q.get(job.id).state == "done" and q.get(job.id).score == 1.0
+    assert not q.done(job, "s/one", "graded", 2.0, 2.0, None, "{}")  # never twice
+    assert q.get(job.id).score == 1.0
+
+
+def test_a_clean_stop_hands_running_jobs_back_without_counting_a_try(tmp_path: Path) -> None:
+    q = _q(tmp_path)
+    _add(q, "ada")
+    (job,) = q.claim(["inference-capacity"], "host:1/inference-capacity", 1, 30)
+    q.release("host:1")
+    back = q.get(job.id)
+    assert (back.state, back.tries, back.worker) == ("queued", 0, None)
+
+
+# -- the HTTP contract --------------------------------------------------------------------------------------------
+@pytest.fixture
+def service(own_course: Any, tmp_path: Path) -> Any:
+    """A course with a cooldown and a small size limit, two students and an instructor, its app served on
+    loopback; yields an httpx client to it."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
+
+    from grader.service import app, tokens
+
+    own_course(toml="[lessons.inference-capacity.submissions]\ncooldown_minutes = 10\nmax_bytes = 400000\n")
+    made = {p.who: t for p, t in tokens.issue([("ada", "Ada"), ("ben", "Ben")], "student")}
+    made["prof"] = tokens.issue([("prof", "Prof")], "instructor")[0][1]
+    served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served",
+                        ("inference-capacity", "inference-scaling"), jobs=2, min_free=0)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(app.app(served), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=20) as client:
+            client.tokens = made  # type: ignore[attr-defined]
+            client.served = served  # type: ignore[attr-defined]
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def _auth(client: Any, who: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {client.tokens[who]}"}
+
+
+def test_a_submission_is_answered_202_with_a_receipt_of_its_own_bytes(service: Any) -> None:
+    body = NOTEBOOK.read_bytes()
+    got = service.post("/api/submissions?lesson=inference-capacity", content=body, headers=_auth(service, "ada"))
+    assert got.status_code == 202, got.text
+    receipt = got.json()
+    assert set(receipt) == {"id", "sha256", "received_at", "position", "eta_s"}
+    assert receipt["sha256"] == hashlib.sha256(body).hexdigest()
+    assert receipt["position"] == 1
+    assert abs(time.time() - _epoch(receipt["received_at"])) < 60
+    state = service.get(f"/api/submissions/{receipt['id']}", headers=_auth(service, "ada")).json()
+    assert state["status"] == "queued" and "score" not in state
+
+
+def _epoch(text: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(text).timestamp()
+
+
+def test_no_token_or_a_wrong_one_is_401_and_nothing_is_kept(service: Any) -> None:
+    body = NOTEBOOK.read_bytes()
+    assert service.post("/api/submissions?lesson=inference-capacity", content=body).status_code == 401
+    wrong = {"Authorization": "Bearer gs_" + "x" * 43}
+    assert service.post("/api/submissions?lesson=inference-capacity", content=body, headers=wrong).status_code == 401
+    assert service.get("/api/queue", headers=_auth(service, "ada")).status_code == 401  # a student is no instructor
+    assert sum(service.served.queue.counts().values()) == 0
+
+
+def test_inside_the_cooldown_the_file_is_saved_but_not_graded_429_with_retry_after(service: Any) -> None:
+    first = service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
+                         headers=_auth(service, "ada"))
+    assert first.status_code == 202
+    again = service.post("/api/submissions?lesson=inference-capacity&name=v2.ipynb", content=NOTEBOOK.read_bytes(),
+                         headers=_auth(service, "ada"))
+    assert again.status_code == 429
+    assert 590 <= int(again.headers["Retry-After"]) <= 600  # cooldown_minutes = 10
+    saved = again.json()["saved"]
+    assert service.served.queue.get(saved["id"]).state == "saved"
+    # another student, and another lesson, are not held back by ada's cooldown
+    assert service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
+                        headers=_auth(service, "ben")).status_code == 202
+    assert service.post("/api/submissions?lesson=inference-scaling", content=NOTEBOOK.read_bytes(),
+                        headers=_auth(service, "ada")).status_code == 202
+
+
+def test_too_large_is_413_and_not_a_submission_is_422_with_the_readers_reason(service: Any) -> None:
+    big = b"{" + b" " * 500_000 + b"}"
+    assert service.post("/api/submissions?lesson=inference-capacity", content=big,
+                        headers=_auth(service, "ada")).status_code == 413
+    bad = service.post("/api/submissions?lesson=inference-capacity", content=b"hello, not json",
+                       headers=_auth(service, "ada"))
+    assert bad.status_code == 422 and "not valid notebook JSON" in bad.json()["error"]
+    text = service.post("/api/submissions?lesson=inference-capacity&name=essay.docx", content=b"words",
+                        headers=_auth(service, "ada"))
+    assert text.status_code == 422 and ".ipynb" in text.json()["error"]
+    assert sum(service.served.queue.counts().values()) == 0
+
+
+def test_multipart_uploads_are_taken_and_named_safely(service: Any) -> None:
+    body = NOTEBOOK.read_bytes()
+    got = service.post("/api/submissions?lesson=inference-capacity", headers=_auth(service, "ada"),
+                       files={"file": ("../../etc/my hw;rm -rf.ipynb", body, "application/json")})
+    assert got.status_code == 202, got.text
+    job = service.served.queue.get(got.json()["id"])
+    assert job.name == "my_hw_rm_-rf.ipynb" and job.sha256 == hashlib.sha256(body).hexdigest()
+
+
+def test_another_students_submission_is_404_and_the_instructor_sees_every_one(service: Any) -> None:
+    receipt = service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
+                           headers=_auth(service, "ada")).json()
+    assert service.get(f"/api/submissions/{receipt['id']}", headers=_auth(service, "ben")).status_code == 404
+    assert service.get("/api/submissions/0000000000000000", headers=_auth(service, "ben")).status_code == 404
+    assert service.get("/api/submissions", headers=_auth(service, "ben")).json()["submissions"] == []
+    seen = service.get(f"/api/submissions/{receipt['id']}", headers=_auth(service, "prof")).json()
+    assert seen["student"] == "ada"
+    queue = service.get("/api/queue", headers=_auth(service, "prof")).json()
+    assert queue["counts"]["queued"] == 1 and queue["wait_s"] == {"p50": None, "p95": None, "n": 0}
+
+
+def test_a_full_disk_refuses_new_uploads_in_one_line_and_keeps_what_was_accepted(service: Any) -> None:
+    kept = service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
+                        headers=_auth(service, "ada")).json()
+    service.served.min_free = 1 << 62  # more than any disk has: this disk is "full"
+    refused = service.post("/api/submissions?lesson=inference-scaling", content=NOTEBOOK.read_bytes(),
+                           headers=_auth(service, "ben"))
+    assert refused.status_code == 507 and "\n" not in refused.json()["error"]
+    assert service.served.queue.counts()["queued"] == 1 and service.served.queue.get(kept["id"]).state == "queued"
+
+
+def test_feedback_follows_the_policy_before_and_after_the_due_date(own_course: Any) -> None:
+    from grader.service import policy
+    from grader.service.jobs import Job
+
+    own_course(toml='[lessons.inference-capacity]\ndue = 2030-01-01\n[lessons.inference-capacity.submissions]\n'
+                    'before_due = "public"\n')
+    feedback = json.dumps({"exercises": [{"id": "burst", "status": "failed", "score": 0.0, "max_score": 1.0,
+                                          "messages": ["off by one"], "hidden": [1, 3],
+                                          "public": [{"label": "burst(3)", "outcome": "passed", "message": ""}]}]})
+    job = Job("j1", "inference-capacity", "ada", "0" * 64, "hw.ipynb", "2026-12-06T00:00:00+00:00", 0.0, "done",
+              status="graded", score=4.0, max_score=9.0, feedback=feedback)
+    student = policy.shown(job, "student")
+    assert student["score"] is None and student["exercises"] == [{"id": "burst", "public": [
+        {"label": "burst(3)", "outcome": "passed", "message": ""}]}]
+    assert policy.shown(job, "instructor")["score"] == 4.0
+    other = Job(**{**job.__dict__, "lesson": "inference-scaling"})  # no due date: after_due's default, the score
+    assert policy.shown(other, "student")["score"] == 4.0
+
+
+def test_tokens_are_kept_hashed_and_a_new_one_replaces_the_old(own_course: Any, tmp_path: Path) -> None:
+    from grader.service import tokens
+
+    home = own_course()
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name\nada,Ada\n=cmd,Eve\n")
+    made = tokens.for_roster(roster)
+    out = tmp_path / "tokens.csv"
+    tokens.write_csv(made, out)
+    stored = (home / "private" / "tokens.json").read_text()
+    assert all(token not in stored for _, token in made)
+    assert (home / "private" / "tokens.json").stat().st_mode & 0o077 == 0 and out.stat().st_mode & 0o077 == 0
+    assert "'=cmd" in out.read_text()  # a roster field is never a formula in a spreadsheet
+    book = tokens.Book()
+    assert book.who(made[0][1]).who == "ada"
+    again = tokens.issue([("ada", "Ada")], "student")[0][1]
+    fresh = tokens.Book()
+    assert fresh.who(made[0][1]) is None and fresh.who(again).who == "ada"
