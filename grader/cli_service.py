@@ -29,17 +29,24 @@ from grader.cli_flags import FILE, echo, options_from, sandbox_options
               help="Refuse new uploads (507, one line) when the disk has less free space than this.")
 @click.option("--ssl-certfile", type=FILE, help="Serve HTTPS with this certificate (PEM)...")
 @click.option("--ssl-keyfile", type=FILE, help="...and this key.")
+@click.option("--scheduler", help="Grade on the course's Dask cluster at tls://HOST:PORT (needs --tls).")
+@click.option("--tls", "tls_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="The folder `grader cluster certs` wrote (ca.pem, client.pem, client-key.pem).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @sandbox_options
 def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | None, lease_s: float, min_free_mb: int,
-              ssl_certfile: Path | None, ssl_keyfile: Path | None, no_zygote: bool, **flags: Any) -> None:
+              ssl_certfile: Path | None, ssl_keyfile: Path | None, scheduler: str | None, tls_dir: Path | None,
+              no_zygote: bool, **flags: Any) -> None:
     """Serve the course: students submit (web page, `grader submit`, `grader.submit()`) and get feedback as soon
     as it is graded, from a durable queue."""
     from grader.service import server
 
     options = options_from(zygote=not no_zygote, **flags)
+    if options.sandbox == "none":
+        echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
     config = server.Config(out_dir, host, port, jobs, database, options, lease_s, min_free_mb,
-                           str(ssl_certfile) if ssl_certfile else None, str(ssl_keyfile) if ssl_keyfile else None)
+                           str(ssl_certfile) if ssl_certfile else None, str(ssl_keyfile) if ssl_keyfile else None,
+                           scheduler, tls_dir)
     server.serve(config, ready=lambda url: echo(f"serving {url} (students: {url}, instructors: {url}instructor); "
                                                 f"grades in {out_dir}/<lesson>/; Ctrl-C stops it"))
 

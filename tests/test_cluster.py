@@ -210,3 +210,64 @@ def test_a_tls_cluster_of_the_course_grades_a_class_and_refuses_strangers(tmp_pa
     finally:
         _end(processes)
         log.close()
+
+
+@pytest.mark.kernel
+def test_the_submission_service_grades_on_the_course_cluster(tmp_path, course_certs, monkeypatch):
+    """`grader serve --scheduler tls://... --tls DIR`: the queue is the server's, the grades run on the cluster."""
+    import hashlib
+    import subprocess
+    import sys
+
+    import httpx
+    from test_service_live import _copy_for, _gradebook_rows, _wait_done
+
+    from grader.service import tokens
+
+    home = tmp_path / "course"
+    home.mkdir()
+    (home / "course.toml").write_text('name = "clustered"\ntimezone = "UTC"\n')
+    monkeypatch.setenv("GRADER_COURSE", str(home))
+    made = {p.who: t for p, t in tokens.issue([("s0", "S0"), ("s1", "S1")], "student")}
+    log = open(tmp_path / "dask.log", "w")  # noqa: SIM115 -- the cluster's processes write to it until the end
+    address_file = tmp_path / "scheduler.json"
+    processes = [_dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--scheduler-file",
+                       str(address_file), tls=course_certs, role="scheduler", log=log)]
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        processes.append(_dask("worker", address, "--nworkers", "1", "--nthreads", "1", tls=course_certs,
+                               role="worker", log=log))
+        with distributed.Client(address, security=certs.security(course_certs), timeout=30) as client:
+            client.wait_for_workers(1, timeout=60)
+        port_probe = __import__("socket").socket()
+        port_probe.bind(("127.0.0.1", 0))
+        port = port_probe.getsockname()[1]
+        port_probe.close()
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "grader", "serve", "--out", str(tmp_path / "served"), "--port", str(port),
+             "--scheduler", address, "--tls", str(course_certs)], start_new_session=True, stdout=log, stderr=log))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        files = {s: _copy_for(s, tmp_path) for s in made}
+        ids = set()
+        for student, path in files.items():
+            got = httpx.post(f"{url}/api/submissions", params={"lesson": LESSON}, content=path.read_bytes(),
+                             headers={"Authorization": f"Bearer {made[student]}"}, timeout=30)
+            assert got.status_code == 202, got.text
+            ids.add(got.json()["id"])
+        rows = _wait_done(str(home / "private" / "queue.sqlite"), ids, 180)
+    finally:
+        _end(processes)
+        log.close()
+    assert {r["state"] for r in rows} == {"done"} and {r["status"] for r in rows} == {"graded"}
+    assert sorted(_gradebook_rows(tmp_path / "served")) == sorted(
+        (s, hashlib.sha256(p.read_bytes()).hexdigest()) for s, p in files.items())

@@ -177,7 +177,8 @@ def test_inside_the_cooldown_the_file_is_saved_but_not_graded_429_with_retry_aft
     # another student, and another lesson, are not held back by ada's cooldown
     assert service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
                         headers=_auth(service, "ben")).status_code == 202
-    assert service.post("/api/submissions?lesson=inference-scaling", content=NOTEBOOK.read_bytes(),
+    scaling = NOTEBOOK.parent.parent / "inference-scaling" / "ada.ipynb"
+    assert service.post("/api/submissions?lesson=inference-scaling", content=scaling.read_bytes(),
                         headers=_auth(service, "ada")).status_code == 202
 
 
@@ -191,6 +192,9 @@ def test_too_large_is_413_and_not_a_submission_is_422_with_the_readers_reason(se
     text = service.post("/api/submissions?lesson=inference-capacity&name=essay.docx", content=b"words",
                         headers=_auth(service, "ada"))
     assert text.status_code == 422 and ".ipynb" in text.json()["error"]
+    other = service.post("/api/submissions?lesson=inference-scaling", content=NOTEBOOK.read_bytes(),
+                         headers=_auth(service, "ada"))  # the capacity handout, sent to another lesson
+    assert other.status_code == 422 and "lesson 'inference-capacity'" in other.json()["error"]
     assert sum(service.served.queue.counts().values()) == 0
 
 
@@ -219,7 +223,7 @@ def test_a_full_disk_refuses_new_uploads_in_one_line_and_keeps_what_was_accepted
     kept = service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
                         headers=_auth(service, "ada")).json()
     service.served.min_free = 1 << 62  # more than any disk has: this disk is "full"
-    refused = service.post("/api/submissions?lesson=inference-scaling", content=NOTEBOOK.read_bytes(),
+    refused = service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
                            headers=_auth(service, "ben"))
     assert refused.status_code == 507 and "\n" not in refused.json()["error"]
     assert service.served.queue.counts()["queued"] == 1 and service.served.queue.get(kept["id"]).state == "queued"

@@ -124,7 +124,8 @@ class _Handlers:
         from grader.report import render
 
         lessons = [(i, catalog.get(i).title) for i in self.s.lessons]
-        html = render.environment().get_template(template).render(lessons=lessons, course=course.current().label)
+        html = render.environment().get_template(template).render(lessons=lessons, course=course.current().label,
+                                                                  out=self.s.out)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
 
     async def session(self, request: Any) -> Any:
@@ -158,7 +159,7 @@ class _Handlers:
         limits = course.current().policy(lesson).submissions
         try:
             got = await upload.read(request, limits.max_bytes)
-            await asyncio.to_thread(upload.check, got)
+            await asyncio.to_thread(upload.check, got, lesson)
         except upload.Refused as err:
             return _refused(err.status, str(err))
         if shutil.disk_usage(self.s.out if self.s.out.exists() else self.s.out.parent).free < self.s.min_free:

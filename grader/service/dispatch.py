@@ -39,8 +39,11 @@ from grader.service.jobs import Job, Queue
 
 IDLE_S = 300.0
 """A lesson host with nothing to grade for this long stops (the next submission starts it again)."""
-CLASS_FILES_S = 30.0
-"""grades.csv and the dashboard are rewritten at most this often while grading, and whenever the queue empties."""
+CLASS_FILES_S = 120.0
+"""grades.csv, the dashboard and similarity are rewritten whenever the lesson's queue empties, and at most this often
+while it does not (they read every grade of the class)."""
+NICE = 5
+"""The grading side's niceness (its kernels inherit it): the HTTP side, at the server's own, is served first."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class Setup:
     lease_s: float = 30.0
     server: str = ""
     """This server's name in the queue (host and pid): which jobs it holds."""
+    scheduler: str | None = None
+    """The course's Dask cluster (`tls://`), with its certificates in `tls`: grades run there, not here."""
+    tls: Path | None = None
 
 
 def received(out: BatchFolder, job: Job, body: bytes) -> Path:
@@ -69,6 +75,7 @@ def received(out: BatchFolder, job: Job, body: bytes) -> Path:
 def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
     """The supervisor's loop (a process of its own): reap expired leases, start a host per lesson with work."""
     batch.die_with_parent()
+    os.nice(NICE)  # the HTTP side answers first: a receipt never waits behind a grade
     queue = Queue(setup.database)
     hosts: dict[str, Any] = {}
     context = multiprocessing.get_context("fork")
@@ -91,7 +98,8 @@ def host_lesson(setup: Setup, lesson_id: str) -> None:
     lesson = catalog.get(lesson_id)
     options = replace(setup.options, hash_seed=seeds.batch_hash_seed_for(lesson.id, setup.options.hash_seed),
                       jobs_at_once=setup.jobs)
-    prepare(lesson, options)
+    if setup.scheduler is None:
+        prepare(lesson, options)
     _Host(setup, lesson, options).loop()
 
 
@@ -110,7 +118,9 @@ class _Host:
         self.written = time.monotonic()
         self.dirty = False
 
-    def _pool(self) -> cf.ProcessPoolExecutor:
+    def _pool(self) -> cf.Executor:
+        if self.setup.scheduler is not None:  # each job a task of the cluster, waited on by a thread here
+            return cf.ThreadPoolExecutor(max_workers=self.setup.jobs)
         return cf.ProcessPoolExecutor(max_workers=self.setup.jobs, initializer=batch.die_with_parent)
 
     def loop(self) -> None:
@@ -145,7 +155,11 @@ class _Host:
             return
         path = received(self.out, job, self.queue.body(job.sha256))
         options = variants.own_options(self.lesson, self.options, job.student, self.secret, self.per_student)
-        future = self.pool.submit(_graded, self.setup.database, job.id, str(path), self.lesson.id, options, job.student)
+        if self.setup.scheduler is not None:
+            future = self.pool.submit(_on_cluster, self.setup, path, self.lesson.id, options, job.student)
+        else:
+            future = self.pool.submit(_graded, self.setup.database, job.id, str(path), self.lesson.id, options,
+                                      job.student)
         self.running[future] = job
 
     def _finish(self, future: cf.Future[finish.Graded], job: Job) -> None:
@@ -197,6 +211,17 @@ class _Host:
                 review_join.class_files(self.out, self.lesson, book, None)
         except (OSError, GraderError) as err:  # the class's files wait for the next grade; the grades are kept
             print(f"grader serve: the class files of {self.lesson.id} were not rewritten ({err})", flush=True)
+
+
+def _on_cluster(setup: Setup, path: Path, lesson_id: str, options: Options, student: str) -> finish.Graded:
+    """One job graded on the course's Dask cluster (classroom/cluster.py), as a batch's would be."""
+    from grader.classroom import cluster
+
+    assert setup.scheduler is not None
+    for _, graded in cluster.results(setup.scheduler, [(path, student)], lesson_id, options, {student: options},
+                                     setup.tls):
+        return graded
+    raise GraderError("the cluster returned no result")
 
 
 _WORKER_QUEUE: list[Queue] = []

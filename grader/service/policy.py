@@ -67,7 +67,10 @@ def verdicts(result: GradeResult) -> str:
                              if not c.hidden],
                   "hidden": [sum(c.outcome == "passed" for c in e.cases if c.hidden), sum(c.hidden for c in e.cases)]}
                  for e in result.exercises]
-    return json.dumps({"status": result.status, "error": result.error, "late": late, "exercises": exercises})
+    written = [{"question": w.question, "points": w.points, "max_points": w.max_points}
+               for w in (result.manual.written if result.manual is not None else ())]
+    return json.dumps({"status": result.status, "error": result.error, "late": late, "exercises": exercises,
+                       "written": written})
 
 
 def shown(job: Job, seen_by: str, report: bool = False) -> dict[str, Any]:
@@ -93,6 +96,8 @@ def shown(job: Job, seen_by: str, report: bool = False) -> dict[str, Any]:
         data["error"] = job.error
         return data
     data["exercises"] = [_exercise(e, what) for e in feedback.get("exercises", [])]
+    data["written"] = [{"question": w.get("question"), "max_points": w.get("max_points"),
+                        "graded": w.get("points") is not None} for w in feedback.get("written", [])]
     if what == "score":
         data["late"] = feedback.get("late")
         data["report"] = f"/api/submissions/{job.id}/report" if report else None

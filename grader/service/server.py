@@ -45,6 +45,9 @@ class Config:
     min_free_mb: int = 64
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    scheduler: str | None = None
+    """The course's Dask cluster (`tls://`): grades run there (certificates in `tls`)."""
+    tls: Path | None = None
 
 
 def _watch(grading: Any, server: Any) -> None:
@@ -68,11 +71,17 @@ def serve(config: Config, ready: Any = None) -> None:
     lessons = tuple(catalog.available())
     if not lessons:
         raise GraderError("this course has no lessons to serve")
-    batch.refuse_without_isolation(config.options)
+    if config.scheduler:
+        from grader.classroom import certs
+
+        certs.check_address(config.scheduler, config.tls)
+    else:
+        batch.refuse_without_isolation(config.options)
     where = database(config)
     Queue(where).close()  # the tables made, and a bad address refused, before anything starts
     name = f"{socket.gethostname()}:{os.getpid()}"
-    setup = dispatch.Setup(where, config.out.absolute(), config.jobs, config.options, config.lease_s, name)
+    setup = dispatch.Setup(where, config.out.absolute(), config.jobs, config.options, config.lease_s, name,
+                           config.scheduler, config.tls)
     grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons),
                                                           name="grader-supervisor")
     grading.start()

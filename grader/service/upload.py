@@ -89,11 +89,15 @@ async def read(request: Any, cap: int) -> Upload:
     return Upload(name, body, hashlib.sha256(body).hexdigest())
 
 
-def check(upload: Upload) -> None:
-    """Refuse (422) what the grader would reject when reading it, with the reader's own reason."""
+def check(upload: Upload, lesson_id: str) -> None:
+    """Refuse (422) what the grader would reject when reading it, with the reader's own reason, and a handout of
+    another lesson (its metadata says which), before it takes a place in the queue."""
     with tempfile.TemporaryDirectory(prefix="grader-upload-") as folder:
         path = files.write_bytes(Path(folder) / upload.name, upload.body)
         try:
-            load.read(path)
+            hint = load.read(path).lesson_hint
         except GraderError as err:
             raise Refused(422, str(err)) from None
+    if hint and hint != lesson_id:
+        raise Refused(422, f"{upload.name} is the notebook of lesson '{hint}', not '{lesson_id}': submit it to "
+                           f"'{hint}', or start from the notebook of '{lesson_id}'")

@@ -1,0 +1,311 @@
+"""The submission service for real: `grader serve` as a process on loopback, grading in kernels.
+
+Each test starts its own server (a subprocess, stopped and its processes
+reaped at the end), submits copies of a bundled sample made distinct per
+student (a markdown cell of their own: another digest, the same grade), and
+checks what the queue and the batch folder recorded: every accepted
+submission graded into the gradebook exactly once, through a server killed
+with SIGKILL, a grading worker killed mid-job, and two servers sharing one
+PostgreSQL queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).parent.parent
+SAMPLE = ROOT / "samples" / "inference-capacity" / "ada.ipynb"
+LESSON = "inference-capacity"
+pytestmark = pytest.mark.kernel
+
+
+def _copy_for(student: str, folder: Path, extra_code: str = "") -> Path:
+    """The sample notebook, made this student's own (another digest), optionally with a code cell first."""
+    notebook = json.loads(SAMPLE.read_text())
+    notebook["cells"].append({"cell_type": "markdown", "metadata": {}, "source": f"Submitted by {student}."})
+    if extra_code:
+        notebook["cells"].insert(0, {"cell_type": "code", "metadata": {}, "source": extra_code, "outputs": [],
+                                     "execution_count": None})
+    path = folder / f"{student}.ipynb"
+    path.write_text(json.dumps(notebook))
+    return path
+
+
+@pytest.fixture
+def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A course of its own with tokens for twelve students and an instructor; its lesson was due two and a half
+    days ago, at 10 % a day late."""
+    import datetime as dt
+
+    from grader.service import tokens
+
+    home = tmp_path / "course"
+    home.mkdir()
+    due = (dt.datetime.now(dt.UTC) - dt.timedelta(days=2.5)).replace(microsecond=0)
+    (home / "course.toml").write_text(f'name = "served"\ntimezone = "UTC"\n[lessons.{LESSON}]\ndue = {due.isoformat()}\n'
+                                      f'[lessons.{LESSON}.late]\npercent_per_day = 10\n')
+    monkeypatch.setenv("GRADER_COURSE", str(home))
+    students = [f"s{i:02d}" for i in range(12)]
+    made = {p.who: t for p, t in tokens.issue([(s, s.upper()) for s in students], "student")}
+    made["prof"] = tokens.issue([("prof", "Prof")], "instructor")[0][1]
+    return {"home": home, "tokens": made, "students": students, "out": tmp_path / "served", "tmp": tmp_path,
+            "due": due}
+
+
+@contextlib.contextmanager
+def serving(course: dict[str, Any], *args: str, out: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`grader serve` on a free loopback port until the block ends; yields its address and its process."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, GRADER_COURSE=str(course["home"]))
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--out", str(out or course["out"]), "--port",
+                             str(port), "--jobs", "2", "--lease", "3", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the server did not start: {proc.stdout.read() if proc.stdout else ''}")
+        yield url, proc
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """The server and every process of its session ended (the grading side dies with it)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    if proc.stdout:
+        proc.stdout.close()
+
+
+def _submit(url: str, token: str, path: Path) -> httpx.Response:
+    return httpx.post(f"{url}/api/submissions", params={"lesson": LESSON}, content=path.read_bytes(),
+                      headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def _jobs(database: str) -> list[dict[str, Any]]:
+    from grader.service.jobs import Queue
+
+    queue = Queue(database)
+    try:
+        return [job.__dict__ for job in queue.recent(("saved", "queued", "running", "done", "failed", "dead",
+                                                      "superseded"), 1000)]
+    finally:
+        queue.close()
+
+
+def _wait_done(database: str, ids: set[str], seconds: float = 240) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        rows = [j for j in _jobs(database) if j["id"] in ids]
+        if len(rows) == len(ids) and all(j["state"] in ("done", "dead", "superseded") for j in rows):
+            return rows
+        time.sleep(0.5)
+    raise AssertionError(f"not all graded in {seconds} s: {[(j['id'], j['state']) for j in _jobs(database)]}")
+
+
+def _gradebook_rows(out: Path) -> list[tuple[str, str]]:
+    with contextlib.closing(sqlite3.connect(out / LESSON / "gradebook.sqlite")) as db:
+        return [(s, d) for s, d in db.execute("SELECT student, digest FROM grades")]
+
+
+def test_a_server_killed_mid_burst_loses_nothing_and_grades_nothing_twice(course: dict[str, Any]) -> None:
+    database = str(course["home"] / "private" / "queue.sqlite")
+    files = {s: _copy_for(s, course["tmp"]) for s in course["students"][:8]}
+    accepted: dict[str, dict[str, Any]] = {}
+    with serving(course) as (url, proc):
+        for student in list(files)[:5]:
+            got = _submit(url, course["tokens"][student], files[student])
+            assert got.status_code == 202, got.text
+            accepted[student] = got.json()
+        time.sleep(2.0)  # some are being graded now
+        os.kill(proc.pid, signal.SIGKILL)  # the server itself, mid-burst: its grading side dies with it
+        proc.wait(10)
+    with serving(course) as (url, _):
+        for student in list(files)[5:7]:
+            got = _submit(url, course["tokens"][student], files[student])
+            assert got.status_code == 202, got.text
+            accepted[student] = got.json()
+        # the command line's way, and the notebook's (grader.submit() on a saved notebook)
+        said = subprocess.run([sys.executable, "-m", "grader", "submit", str(files["s07"]), "--server", url, "--token",
+                               course["tokens"]["s07"], "--lesson", LESSON, "--json"], capture_output=True, text=True,
+                              timeout=60)
+        assert said.returncode == 0, said.stderr
+        accepted["s07"] = json.loads(said.stdout)
+        assert accepted["s07"]["sha256"] == hashlib.sha256(files["s07"].read_bytes()).hexdigest()
+        from grader.service import client
+
+        again = client.from_notebook(files["s06"], url, course["tokens"]["s06"], None, wait=False)  # lesson: metadata
+        assert again is not None and again["receipt"]["sha256"] == accepted["s06"]["sha256"]
+        accepted["s06 again"] = again["receipt"]  # the same bytes twice: still one row in the gradebook
+        rows = _wait_done(database, {r["id"] for r in accepted.values()})
+        state = httpx.get(f"{url}/api/submissions/{accepted['s00']['id']}",
+                          headers={"Authorization": f"Bearer {course['tokens']['s00']}"}, timeout=10).json()
+    assert {r["state"] for r in rows} <= {"done", "superseded"}  # s06's first, if still queued when it came again
+    book = _gradebook_rows(course["out"])
+    expected = sorted((s, hashlib.sha256(files[s].read_bytes()).hexdigest()) for s in files)
+    assert sorted(book) == expected  # every accepted submission once, none twice, none lost
+    signed = json.loads((course["out"] / LESSON / "results" / "s00.json").read_text())
+    assert state["status"] == "done" and (state["score"], state["max_score"]) == (signed["score"], signed["max_score"])
+    assert signed["submitted_as"]["receipt"] == {k: accepted["s00"][k] for k in ("id", "sha256", "received_at")}
+    # lateness is the receive time against the due date: two and a half days and a moment, so 3 days (a part of a
+    # day counts), 30 %
+    import datetime as dt
+    import math
+
+    late = (dt.datetime.fromisoformat(accepted["s00"]["received_at"]) - course["due"]).total_seconds() / 86400
+    assert signed["manual"]["late"]["days"] == math.ceil(late) == 3
+    assert signed["manual"]["late"]["percent"] == 30
+
+
+def test_a_grading_worker_killed_mid_job_is_graded_again_and_not_counted(course: dict[str, Any]) -> None:
+    database = str(course["home"] / "private" / "queue.sqlite")
+    slow = _copy_for("s00", course["tmp"], "import time\ntime.sleep(6)")
+    with serving(course) as (url, _):
+        receipt = _submit(url, course["tokens"]["s00"], slow).json()
+        deadline = time.monotonic() + 60
+        pid = None
+        while pid is None and time.monotonic() < deadline:
+            pid = next((j["pid"] for j in _jobs(database) if j["id"] == receipt["id"] and j["state"] == "running"),
+                       None)
+            time.sleep(0.1)
+        assert pid, "the job never ran"
+        os.kill(pid, signal.SIGKILL)
+        (row,) = _wait_done(database, {receipt["id"]})
+        queue = httpx.get(f"{url}/api/queue", headers={"Authorization": f"Bearer {course['tokens']['prof']}"},
+                          timeout=10).json()
+    assert row["state"] == "done" and row["tries"] == 2 and row["status"] == "graded"
+    assert queue["counts"]["done"] == 1 and queue["grade_s"]["n"] == 1
+    assert len(_gradebook_rows(course["out"])) == 1
+
+
+# -- two servers, one PostgreSQL queue --------------------------------------------------------------------------
+def _pg_bin(name: str) -> str | None:
+    return shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+
+
+@pytest.fixture
+def postgres() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on loopback (as the `postgres` user when run as root); its URL."""
+    pytest.importorskip("psycopg")
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (CI installs them)")
+    folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        import pwd
+
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(folder)
+            pytest.skip("as root, PostgreSQL runs as the `postgres` user, and there is none here")
+        shutil.chown(folder, "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = folder / "data"
+    subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
+                   capture_output=True, timeout=120)
+    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
+                    f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"], check=True,
+                   capture_output=True, timeout=90)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_two_servers_sharing_one_postgresql_queue_grade_each_submission_once(course: dict[str, Any],
+                                                                            postgres: str) -> None:
+    files = {s: _copy_for(s, course["tmp"]) for s in course["students"][:10]}
+    accepted: dict[str, str] = {}
+    with serving(course, "--database", postgres) as (one, _), serving(course, "--database", postgres) as (two, _):
+        for i, (student, path) in enumerate(files.items()):
+            got = _submit(one if i % 2 else two, course["tokens"][student], path)
+            assert got.status_code == 202, got.text
+            accepted[student] = got.json()["id"]
+        rows = _wait_done(postgres, set(accepted.values()))
+    assert {r["state"] for r in rows} == {"done"}
+    assert [r["tries"] for r in rows] == [1] * len(rows)  # claimed once each: no job graded by both servers
+    servers = {r["worker"].rsplit("/", 1)[0] for r in rows}
+    assert len(servers) == 2  # both servers graded from the one queue
+    book = _gradebook_rows(course["out"])
+    assert sorted(book) == sorted((s, hashlib.sha256(p.read_bytes()).hexdigest()) for s, p in files.items())
+
+
+@pytest.mark.browser
+def test_in_chromium_a_student_submits_and_sees_the_receipt_then_the_feedback_and_the_instructor_the_queue(
+        course: dict[str, Any]) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    notebook = _copy_for("s03", course["tmp"])
+    shots = course["tmp"] / "screenshots"
+    shots.mkdir()
+    with serving(course) as (url, _), playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1100})
+            page.goto(url + "/")
+            page.fill("#token", "gs_not-a-token")
+            page.click("#signin-button")
+            playwright.expect(page.locator("#signin-error")).to_contain_text("no valid token")
+            page.fill("#token", course["tokens"]["s03"])
+            page.click("#signin-button")
+            playwright.expect(page.locator("#who")).to_contain_text("S03")
+            page.set_input_files("#file", str(notebook))
+            page.click("#send")
+            playwright.expect(page.locator("#r-sha")).to_have_text(hashlib.sha256(notebook.read_bytes()).hexdigest())
+            playwright.expect(page.locator("#f-score")).to_contain_text("Score:", timeout=120_000)
+            playwright.expect(page.locator("#history")).to_contain_text("done")
+            page.screenshot(path=str(shots / "student.png"), full_page=True)
+            report = page.locator("#f-report a").get_attribute("href")
+            assert page.request.get(url + report).status == 200  # the report, through the page's sign-in
+            teacher = browser.new_page(viewport={"width": 1200, "height": 1000})
+            teacher.goto(url + "/instructor")
+            teacher.fill("#token", course["tokens"]["s03"])
+            teacher.click("#signin-button")
+            playwright.expect(teacher.locator("#signin-error")).to_contain_text("a student's token")
+            teacher.fill("#token", course["tokens"]["prof"])
+            teacher.click("#signin-button")
+            playwright.expect(teacher.locator("#counts")).to_contain_text("1 done")
+            playwright.expect(teacher.locator("#recent")).to_contain_text("s03")
+            teacher.screenshot(path=str(shots / "instructor.png"), full_page=True)
+        finally:
+            browser.close()
+    from PIL import Image
+
+    for name in ("student.png", "instructor.png"):
+        with Image.open(shots / name) as image:
+            assert len(image.convert("L").getcolors(256) or ()) > 20, f"{name} looks blank"
