@@ -266,3 +266,21 @@ def test_tokens_are_kept_hashed_and_a_new_one_replaces_the_old(own_course: Any, 
     again = tokens.issue([("ada", "Ada")], "student")[0][1]
     fresh = tokens.Book()
     assert fresh.who(made[0][1]) is None and fresh.who(again).who == "ada"
+
+
+def test_a_regrade_queues_each_students_latest_graded_submission_last_with_its_receive_time(tmp_path: Path) -> None:
+    q = _q(tmp_path)
+    for student, body in (("ada", b"a1"), ("ada", b"a2"), ("ben", b"b1")):
+        _add(q, student, body=body)
+        (job,) = q.claim(["inference-capacity"], "s/1", 1, 30)
+        q.done(job, "s/1", "graded", 1.0, 2.0, None, "{}")
+    latest = {j.student: j for j in q.recent(("done",)) if j.sha256 in (  # ada's second and ben's only one
+        hashlib.sha256(b"a2ada").hexdigest(), hashlib.sha256(b"b1ben").hexdigest())}
+    assert q.regrade("inference-capacity", "r1") == 2
+    _add(q, "cleo")  # a student's new submission, after the regrade was asked for: graded first
+    order = q.claim(["inference-capacity"], "s/1", 3, 30)
+    assert [j.student for j in order] == ["cleo", "ada", "ben"]
+    for job in order[1:]:
+        assert (job.priority, job.regrade, job.sha256, job.received_at) == (
+            1, "r1", latest[job.student].sha256, latest[job.student].received_at)
+    assert q.regrading("inference-capacity", "r1") == 2

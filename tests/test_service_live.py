@@ -309,3 +309,32 @@ def test_in_chromium_a_student_submits_and_sees_the_receipt_then_the_feedback_an
     for name in ("student.png", "instructor.png"):
         with Image.open(shots / name) as image:
             assert len(image.convert("L").getcolors(256) or ()) > 20, f"{name} looks blank"
+
+
+def test_a_regrade_through_the_service_replays_the_recorded_seeds_at_low_priority(course: dict[str, Any]) -> None:
+    database = str(course["home"] / "private" / "queue.sqlite")
+    files = {s: _copy_for(s, course["tmp"]) for s in course["students"][:2]}
+    prof = {"Authorization": f"Bearer {course['tokens']['prof']}"}
+    with serving(course) as (url, _):
+        first = {_submit(url, course["tokens"][s], p).json()["id"] for s, p in files.items()}
+        _wait_done(database, first)
+        before = {s: json.loads((course["out"] / LESSON / "results" / f"{s}.json").read_text()) for s in files}
+        assert httpx.post(f"{url}/api/regrade", params={"lesson": LESSON},
+                          headers={"Authorization": f"Bearer {course['tokens']['s00']}"}, timeout=10).status_code == 401
+        asked = httpx.post(f"{url}/api/regrade", params={"lesson": LESSON}, headers=prof, timeout=30)
+        assert asked.status_code == 202 and asked.json()["queued"] == 2
+        again = {j["id"] for j in _jobs(database) if j["regrade"] == asked.json()["regrade"]}
+        rows = _wait_done(database, again)
+        deadline = time.monotonic() + 30
+        while not (course["out"] / LESSON / "changes.csv").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)  # written when the lesson's queue empties
+    assert {(r["state"], r["priority"]) for r in rows} == {("done", 1)}
+    after = {s: json.loads((course["out"] / LESSON / "results" / f"{s}.json").read_text()) for s in files}
+    for student in files:
+        assert after[student]["seed"] == before[student]["seed"]  # the recorded seed, replayed
+        assert after[student]["submitted_as"]["receipt"] == before[student]["submitted_as"]["receipt"]
+    with contextlib.closing(sqlite3.connect(course["out"] / LESSON / "gradebook.sqlite")) as db:
+        assert db.execute("SELECT COUNT(*) FROM grades WHERE regrade=?", (asked.json()["regrade"],)).fetchone()[0] == 2
+        assert db.execute("SELECT COUNT(*) FROM history").fetchone()[0] == 2  # the first grades, kept
+        assert db.execute("SELECT COUNT(*) FROM regrades").fetchone()[0] == 0  # the regrade finished
+    assert (course["out"] / LESSON / "changes.csv").read_text().splitlines()[1:] == []  # nobody moved

@@ -154,11 +154,15 @@ class Gradebook:
             raise GradebookError(f"no recorded grade of {data['student']!r} for this submission to update")
         self.db.commit()
 
-    def score_of(self, lesson: str, student: str, digest: str) -> tuple[str, float, float, GradeResult] | None:
-        """(status, score, max score, the result) of this exact submission's row, if it is recorded and not a grader
-        failure (the submission service asks before it grades: never twice into one gradebook)."""
+    def score_of(self, lesson: str, student: str, digest: str,
+                 regrade: str | None = None) -> tuple[str, float, float, GradeResult] | None:
+        """(status, score, max score, the result) of this exact submission's row (written by the regrade `regrade`,
+        where one is named), if it is recorded and not a grader failure (the submission service asks before it
+        grades: never twice into one gradebook)."""
+        if not self.has(lesson, student, digest, regrade):
+            return None
         row = self._stored((lesson, student, digest))
-        if row is None or _retryable(*row):
+        if row is None:
             return None
         result = read_result(json.loads(row[1]))
         return result.status, result.score, result.max_score, result

@@ -8,6 +8,7 @@
     GET  /api/submissions/{id}           its state and, once done, the feedback the course's policy allows now
     GET  /api/submissions/{id}/report    the evidence report, where the policy shows the score
     POST /api/submissions/{id}/rerun     (instructor) a dead or failed job queued again
+    POST /api/regrade?lesson=ID          (instructor) the class's latest submissions again, at low priority
     GET  /api/queue                      (instructor) counts by state, running jobs, p50/p95 of waiting, grading
     GET  /  /instructor  /files/{lesson}/{path}   the student's page, the instructor's, the batch folders' pages
 
@@ -66,7 +67,7 @@ def app(served: Served) -> Any:
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    h = _Handlers(served)
+    h = _Staff(served)
     return Starlette(routes=[
         Route("/", h.student_page), Route("/instructor", h.instructor_page),
         Route("/api/session", h.session, methods=["POST", "DELETE"]),
@@ -74,6 +75,7 @@ def app(served: Served) -> Any:
         Route("/api/submissions", h.submit, methods=["POST"]), Route("/api/submissions", h.history),
         Route("/api/submissions/{id}", h.one), Route("/api/submissions/{id}/report", h.report),
         Route("/api/submissions/{id}/rerun", h.rerun, methods=["POST"]), Route("/api/queue", h.queue_view),
+        Route("/api/regrade", h.regrade, methods=["POST"]),
         Route("/files/{lesson}/{path:path}", h.batch_file)])
 
 
@@ -234,7 +236,11 @@ class _Handlers:
         html = files.read_regular(BatchFolder(self.s.out / job.lesson).report(job.student, "html")).decode()
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": REPORT_CSP}))
 
-    # -- the instructor's -------------------------------------------------------------------------------------
+
+
+class _Staff(_Handlers):
+    """The instructor's handlers, beside the students' (each asks for an instructor's token)."""
+
     async def rerun(self, request: Any) -> Any:
         person = await self.who(request, reading=False)
         if person is None or person.role != "instructor":
@@ -243,6 +249,34 @@ class _Handlers:
         if job is None:
             return _refused(404, "no such submission")
         return _json(policy.shown(job, "instructor"))
+
+    async def regrade(self, request: Any) -> Any:
+        """(instructor) The class's latest submissions of a lesson graded again at low priority, with their recorded
+        seeds, after a fix to the lesson: students' new submissions still go first; changes.csv says who moved."""
+        person = await self.who(request, reading=False)
+        if person is None or person.role != "instructor":
+            return _refused(401, "an instructor's token is needed")
+        lesson = request.query_params.get("lesson", "")
+        if lesson not in self.s.lessons:
+            return _refused(404, f"no lesson {lesson[:60]!r} here")
+        try:
+            regrade, queued = await asyncio.to_thread(self._regrade, lesson, request.query_params.get("force") == "1")
+        except GraderError as err:
+            return _refused(409, str(err))
+        return _json({"regrade": regrade, "queued": queued}, 202)
+
+    def _regrade(self, lesson_id: str, force: bool) -> tuple[str, int]:
+        from grader import validate
+        from grader.result.gradebook import Gradebook
+
+        folder = BatchFolder(self.s.out / lesson_id)
+        if not folder.is_batch():
+            raise GraderError(f"nothing of {lesson_id} is graded yet")
+        with Gradebook(folder.gradebook) as book:
+            if not force:
+                validate.before_regrade(catalog.get(lesson_id), book.recorded(lesson_id))
+            regrade = book.start_regrade(lesson_id)
+        return regrade, self.s.queue.regrade(lesson_id, regrade)
 
     async def queue_view(self, request: Any) -> Any:
         person = await self.who(request)

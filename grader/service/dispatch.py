@@ -32,7 +32,7 @@ from grader.classroom.batch_folder import BatchFolder
 from grader.classroom.worker import grade_one, prepare
 from grader.lesson import catalog
 from grader.report import finish
-from grader.result import record, seeds, sign, variants
+from grader.result import record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
 from grader.service import policy
 from grader.service.jobs import Job, Queue
@@ -117,6 +117,7 @@ class _Host:
         self.pool = self._pool()
         self.written = time.monotonic()
         self.dirty = False
+        self.regrade_seen: tuple[str | None, dict[str, dict[str, Any]]] = (None, {})
 
     def _pool(self) -> cf.Executor:
         if self.setup.scheduler is not None:  # each job a task of the cluster, waited on by a thread here
@@ -147,14 +148,17 @@ class _Host:
 
     def _start(self, job: Job) -> None:
         with self.out.open_gradebook() as book:
-            known = book.score_of(job.lesson, job.student, job.sha256)
+            known = book.score_of(job.lesson, job.student, job.sha256, job.regrade)
         if known is not None:  # graded into the gradebook before its server died: never graded twice
             status, score, max_score, data = known
             self.queue.done(job, self.worker, status, score, max_score, data.error,
                             policy.verdicts(data))
             return
         path = received(self.out, job, self.queue.body(job.sha256))
-        options = variants.own_options(self.lesson, self.options, job.student, self.secret, self.per_student)
+        options = self.options
+        if job.regrade is not None:  # the recorded seeds, as `grader batch --regrade` replays them
+            options = regrades.options_for(options, self._recorded(job.regrade).get(job.student))
+        options = variants.own_options(self.lesson, options, job.student, self.secret, self.per_student)
         if self.setup.scheduler is not None:
             future = self.pool.submit(_on_cluster, self.setup, path, self.lesson.id, options, job.student)
         else:
@@ -180,6 +184,16 @@ class _Host:
                         policy.verdicts(result))
         self.dirty = True
 
+    def _recorded(self, regrade: str) -> dict[str, dict[str, Any]]:
+        """The results a regrade replays (read once per regrade; a seed whose signature fails is not replayed)."""
+        if self.regrade_seen[0] != regrade:
+            with self.out.open_gradebook() as book:
+                key = sign.signing_key()
+                trusted, _ = regrades.trusted(book.recorded(self.lesson.id),
+                                              key.public_key() if key is not None else None)
+            self.regrade_seen = (regrade, trusted)
+        return self.regrade_seen[1]
+
     def _broken(self) -> None:
         """A worker died: every job of the pool goes back to the queue, and a new pool is forked."""
         for other, job in list(self.running.items()):
@@ -189,7 +203,7 @@ class _Host:
         self.pool = self._pool()
 
     def _record(self, job: Job, graded: finish.Graded) -> Any:
-        receipt = (("id", job.id), ("sha256", job.sha256), ("received_at", job.received_at))
+        receipt = (("id", job.origin or job.id), ("sha256", job.sha256), ("received_at", job.received_at))
         arrived = replace(graded, result=replace(graded.result, submitted_as=Submitted(
             "service", (job.name,), submitted_at=job.received_at, receipt=receipt)))
         store = review_store.Store(self.out.review_store) if self.out.review_store.is_file() else None
@@ -200,7 +214,8 @@ class _Host:
             review_store.close(store)
         with self.out.open_gradebook() as book:
             key = sign.signing_key()
-            return self.out.store(book, job.student, self.out.received(job.sha256, job.name), joined, key).result
+            return self.out.store(book, job.student, self.out.received(job.sha256, job.name), joined, key,
+                                  job.regrade).result
 
     def _class_files(self, idle: bool) -> None:
         if not self.dirty or (not idle and time.monotonic() - self.written < CLASS_FILES_S):
@@ -208,9 +223,21 @@ class _Host:
         self.dirty, self.written = False, time.monotonic()
         try:
             with self.out.open_gradebook() as book:
-                review_join.class_files(self.out, self.lesson, book, None)
+                moved = self._regrade_finished(book) if idle else None
+                review_join.class_files(self.out, self.lesson, book, None, moved)
         except (OSError, GraderError) as err:  # the class's files wait for the next grade; the grades are kept
             print(f"grader serve: the class files of {self.lesson.id} were not rewritten ({err})", flush=True)
+
+    def _regrade_finished(self, book: Any) -> Any:
+        """A regrade whose every job is done: changes.csv written, the gradebook's regrade finished."""
+        regrade = self.regrade_seen[0]
+        if regrade is None or self.queue.regrading(self.lesson.id, regrade):
+            return None
+        moved = regrades.changes(book.changed_by(self.lesson.id, regrade))
+        regrades.write_csv(moved, self.out.changes_csv)
+        book.finish_regrade(self.lesson.id)
+        self.regrade_seen = (None, {})
+        return moved
 
 
 def _on_cluster(setup: Setup, path: Path, lesson_id: str, options: Options, student: str) -> finish.Graded:

@@ -42,7 +42,7 @@ BACKOFF_S = 5.0
 """The wait before the second try; doubled before each later one."""
 _COLUMNS = ("id", "lesson", "student", "sha256", "name", "received_at", "received", "state", "priority", "turn",
             "tries", "not_before", "lease_until", "worker", "pid", "started", "finished", "status", "score",
-            "max_score", "error", "superseded_by", "feedback")
+            "max_score", "error", "superseded_by", "feedback", "regrade", "origin")
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,10 @@ class Job:
     superseded_by: str | None = None
     feedback: str | None = None
     """The verdicts as JSON (feedback.verdicts), filtered by the course's policy when shown."""
+    regrade: str | None = None
+    """The gradebook's regrade this job belongs to (low priority, the recorded seeds), or None."""
+    origin: str | None = None
+    """A regrade's job: the submission it grades again (whose receipt the result keeps)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ _SCHEMA = (
     " state TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, turn INTEGER NOT NULL DEFAULT 0,"
     " tries INTEGER NOT NULL DEFAULT 0, not_before DOUBLE PRECISION NOT NULL DEFAULT 0,"
     " lease_until DOUBLE PRECISION, worker TEXT, pid INTEGER, started DOUBLE PRECISION, finished DOUBLE PRECISION,"
-    " status TEXT, score DOUBLE PRECISION, max_score DOUBLE PRECISION, error TEXT, superseded_by TEXT, feedback TEXT)",
+    " status TEXT, score DOUBLE PRECISION, max_score DOUBLE PRECISION, error TEXT, superseded_by TEXT, feedback TEXT,"
+    " regrade TEXT, origin TEXT)",
     "CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (lesson, state, priority, turn, received)",
     "CREATE INDEX IF NOT EXISTS jobs_student ON jobs (student, lesson, state)",
 )
@@ -188,6 +193,30 @@ class Queue(_Database):
         job = self.get(job_id)
         assert job is not None
         return job, Receipt(job_id, sha256, received_at, int(position), self.eta(lesson, int(position), jobs))
+
+    def regrade(self, lesson: str, regrade: str) -> int:
+        """Every student's latest graded submission of the lesson queued again at low priority, as part of the
+        gradebook's regrade `regrade` (its receive time kept: lateness does not move); how many."""
+        now = time.time()
+        with self._tx() as db:
+            latest: dict[str, tuple[Any, ...]] = {}
+            for row in db.all("SELECT student, sha256, name, received_at, received, id FROM jobs WHERE lesson=? AND "
+                              "state='done' AND priority=0 ORDER BY received", (lesson,)):
+                latest[row[0]] = row
+            for student, sha256, name, received_at, received, origin in latest.values():
+                db.execute("UPDATE jobs SET state='superseded', superseded_by='regrade' WHERE lesson=? AND student=? "
+                           "AND state='queued' AND priority=1", (lesson, student))
+                db.execute("INSERT INTO jobs (id, lesson, student, sha256, name, received_at, received, state, "
+                           "priority, turn, not_before, regrade, origin) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 1, 0, "
+                           "?, ?, ?)", (secrets.token_hex(8), lesson, student, sha256, name, received_at, received,
+                                        now, regrade, origin))
+        return len(latest)
+
+    def regrading(self, lesson: str, regrade: str) -> int:
+        """Jobs of this regrade not finished yet."""
+        with self._tx() as db:
+            return int(db.one("SELECT COUNT(*) FROM jobs WHERE lesson=? AND regrade=? AND state IN ('queued', "
+                              "'running')", (lesson, regrade))[0])
 
     def body(self, sha256: str) -> bytes:
         """The bytes a submission was received as."""
