@@ -110,7 +110,8 @@ def main(n: int, seconds: float, jobs: int) -> None:
     serve_s = last_done - first
     print(f"{n} students over {seconds:g} s (submissions sent in {last - first:.1f} s), --jobs {jobs}, "
           f"{os.cpu_count()} cores")
-    print(f"receipts: {statuses.get(202, 0)} accepted (202) of {n}; other answers {dict((k, v) for k, v in statuses.items() if k != 202)}")
+    others = {code: count for code, count in statuses.items() if code != 202}
+    print(f"receipts: {statuses.get(202, 0)} accepted (202) of {n}; other answers {others}")
     print(f"receipt time while grading: p50 {statistics.median(ms):.1f} ms, p95 {pct(0.95):.1f} ms, "
           f"p99 {pct(0.99):.1f} ms, max {ms[-1]:.1f} ms")
     print(f"graded: {rows[0]} gradebook rows, {rows[1]} distinct submissions")
