@@ -110,11 +110,12 @@ def service(own_course: Any, tmp_path: Path) -> Any:
 
     from grader.service import app, tokens
 
-    own_course(toml="[lessons.inference-capacity.submissions]\ncooldown_minutes = 10\nmax_bytes = 400000\n")
+    own_course(toml="[lessons.inference-capacity.submissions]\ncooldown_minutes = 10\nmax_bytes = 400000\n"
+                    "[lessons.dynamic-batching.submissions]\nmax_graded = 1\n")
     made = {p.who: t for p, t in tokens.issue([("ada", "Ada"), ("ben", "Ben")], "student")}
     made["prof"] = tokens.issue([("prof", "Prof")], "instructor")[0][1]
     served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served",
-                        ("inference-capacity", "inference-scaling"), jobs=2, min_free=0)
+                        ("inference-capacity", "inference-scaling", "dynamic-batching"), jobs=2, min_free=0)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
@@ -284,3 +285,25 @@ def test_a_regrade_queues_each_students_latest_graded_submission_last_with_its_r
         assert (job.priority, job.regrade, job.sha256, job.received_at) == (
             1, "r1", latest[job.student].sha256, latest[job.student].received_at)
     assert q.regrading("inference-capacity", "r1") == 2
+
+
+def test_past_the_limit_of_graded_submissions_a_file_is_saved_and_waiting_does_not_help(service: Any) -> None:
+    batching = NOTEBOOK.parent.parent / "dynamic-batching" / "ada.ipynb"
+    assert service.post("/api/submissions?lesson=dynamic-batching", content=batching.read_bytes(),
+                        headers=_auth(service, "ada")).status_code == 202
+    again = service.post("/api/submissions?lesson=dynamic-batching", content=batching.read_bytes() + b"\n",
+                         headers=_auth(service, "ada"))
+    assert again.status_code == 429 and "Retry-After" not in again.headers  # max_graded = 1: waiting does not help
+    assert "all 1 graded submissions" in again.json()["error"]
+    assert service.served.queue.get(again.json()["saved"]["id"]).state == "saved"
+    # the grader's own failure gives the attempt back: the first job dies, and the next one is graded
+    queue = service.served.queue
+    for _ in range(jobs_module.TRIES):
+        (job,) = queue.claim(["dynamic-batching"], "s/1", 1, 30)
+        queue.failed(job, "s/1", "the kernel would not start")
+        with queue._tx() as db:  # the backoff, skipped
+            db.execute("UPDATE jobs SET not_before=0 WHERE id=?", (job.id,))
+    assert queue.get(job.id).state == "dead"
+    third = service.post("/api/submissions?lesson=dynamic-batching", content=batching.read_bytes() + b"\n\n",
+                         headers=_auth(service, "ada"))
+    assert third.status_code == 202, third.text

@@ -93,6 +93,7 @@ class _Handlers:
     def __init__(self, served: Served) -> None:
         self.s = served
         self.bad: dict[str, list[float]] = defaultdict(list)
+        self.latest: dict[tuple[str, str], tuple[int | None, str]] = {}
 
     # -- who asks ---------------------------------------------------------------------------------------------
     async def who(self, request: Any, reading: bool = True) -> Identity | None:
@@ -206,12 +207,23 @@ class _Handlers:
         return policy.shown(job, person.role, report=self._latest(job))
 
     def _latest(self, job: Job) -> bool:
-        """Whether the lesson's batch folder holds this submission's report (its student's latest grade)."""
-        try:
-            recorded, _ = BatchFolder(self.s.out / job.lesson).recorded(job.student, job.lesson)
-        except GraderError:
+        """Whether the lesson's batch folder holds this submission's report (its student's latest grade); the
+        result is read again only when its file changed."""
+        if job.state != "done":
             return False
-        return recorded.digest == job.sha256
+        folder = BatchFolder(self.s.out / job.lesson)
+        try:
+            stamp = folder.result(job.student).stat().st_mtime_ns
+        except OSError:
+            return False
+        key = (job.lesson, job.student)
+        if self.latest.get(key, (None, ""))[0] != stamp:
+            try:
+                recorded, _ = folder.recorded(job.student, job.lesson)
+            except GraderError:
+                return False
+            self.latest[key] = (stamp, recorded.digest or "")
+        return self.latest[key][1] == job.sha256
 
     async def one(self, request: Any) -> Any:
         person = await self.who(request)
