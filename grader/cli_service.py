@@ -1,4 +1,4 @@
-"""The service's commands: `grader serve`, `grader tokens` and `grader submit` (registered by cli.py)."""
+"""The service's commands: `grader serve`, `grader tokens`, `grader submit` and `grader lti` (registered by cli.py)."""
 
 from __future__ import annotations
 
@@ -96,4 +96,60 @@ def submit_cmd(submission: Path, server: str, token: str, lesson_id: str, wait: 
         echo(client.feedback_text(state))
 
 
-COMMANDS = (serve_cmd, tokens_cmd, submit_cmd)
+
+@click.group("lti")
+def lti_group() -> None:
+    """LTI 1.3 with the course's LMS: the tool's keys and configuration, grades back (AGS), the roster in (NRPS)."""
+
+
+@lti_group.command("keys")
+def lti_keys_cmd() -> None:
+    """Make the tool's RSA key pair (beside any earlier one, for a rotation); /lti/jwks publishes every one."""
+    from grader.service import lti_keys
+
+    kid = lti_keys.make_key()
+    echo(f"a new key {kid} in the course's private folder; /lti/jwks publishes it (and any older one until you "
+         "remove its file)")
+
+
+@lti_group.command("config")
+@click.option("--url", required=True, help="The address students reach `grader serve` at (https://...).")
+def lti_config_cmd(url: str) -> None:
+    """Print what the LMS needs: Canvas's developer-key JSON, and the same for Moodle and any other platform."""
+    from grader.service import lti_setup
+
+    echo(lti_setup.describe(url.rstrip("/")))
+
+
+@lti_group.command("send-grades")
+@click.argument("out_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--lesson", "lesson_id", required=True)
+@click.option("--dry-run", is_flag=True, help="Say who would change, and who is missing on either side; send nothing.")
+@click.option("--lineitems", help="The course's line items URL (default: the one the latest launch gave).")
+@click.option("--memberships", help="The course's memberships URL (default: the one the latest launch gave).")
+@click.option("--issuer", help="The platform (default: the latest launch's, or the only one registered).")
+def lti_send_cmd(out_dir: Path, lesson_id: str, dry_run: bool, lineitems: str | None, memberships: str | None,
+                 issuer: str | None) -> None:
+    """Send the latest grade of every student in a batch folder (OUT or OUT/<lesson>) to the LMS's gradebook."""
+    from grader.service import lti_setup
+
+    for line in lti_setup.send_grades(out_dir, lesson_id, dry_run, lineitems, memberships, issuer):
+        echo(line)
+
+
+@lti_group.command("roster")
+@click.option("--lesson", "lesson_id", required=True, help="The lesson whose course the roster is of.")
+@click.option("--out", "out_path", required=True, type=FILE, help="The roster file (`batch --roster` reads it).")
+@click.option("--memberships", help="The course's memberships URL (default: the one the latest launch gave).")
+@click.option("--issuer", help="The platform (default: the latest launch's, or the only one registered).")
+def lti_roster_cmd(lesson_id: str, out_path: Path, memberships: str | None, issuer: str | None) -> None:
+    """Pull the course's members from the LMS into a roster, naming who joined and who left since the last one."""
+    from grader.lesson import catalog
+    from grader.service import lti_setup
+
+    catalog.get(lesson_id)  # an unknown lesson is said first, with the lessons there are
+    for line in lti_setup.roster(out_path, memberships, issuer):
+        echo(line)
+
+
+COMMANDS = (serve_cmd, tokens_cmd, submit_cmd, lti_group)

@@ -11,6 +11,7 @@
     POST /api/regrade?lesson=ID          (instructor) the class's latest submissions again, at low priority
     GET  /api/queue                      (instructor) counts by state, running jobs, p50/p95 of waiting, grading
     GET  /  /instructor  /files/{lesson}/{path}   the student's page, the instructor's, the batch folders' pages
+    /lti/...                             LTI 1.3: the tool's keys, login, launch, deep linking (lti_pages.py)
 
 A request carries `Authorization: Bearer TOKEN` (tokens.py); a page signs in once and keeps the token in a
 cookie that is HttpOnly and SameSite=Strict, honoured for reading only: a change needs the header. Another
@@ -36,7 +37,7 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog, course
-from grader.service import policy, upload
+from grader.service import lti_pages, policy, upload
 from grader.service.jobs import Job, Queue
 from grader.service.tokens import Book, Identity
 
@@ -76,7 +77,7 @@ def app(served: Served) -> Any:
         Route("/api/submissions/{id}", h.one), Route("/api/submissions/{id}/report", h.report),
         Route("/api/submissions/{id}/rerun", h.rerun, methods=["POST"]), Route("/api/queue", h.queue_view),
         Route("/api/regrade", h.regrade, methods=["POST"]),
-        Route("/files/{lesson}/{path:path}", h.batch_file)])
+        Route("/files/{lesson}/{path:path}", h.batch_file), *lti_pages.routes(served.book, served.lessons)])
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:

@@ -30,7 +30,7 @@ from grader.base.options import Options
 from grader.classroom import batch, review_join, review_store
 from grader.classroom.batch_folder import BatchFolder
 from grader.classroom.worker import grade_one, prepare
-from grader.lesson import catalog
+from grader.lesson import catalog, course
 from grader.report import finish
 from grader.result import record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
@@ -183,6 +183,11 @@ class _Host:
         self.queue.done(job, self.worker, result.status, result.score, result.max_score, result.error,
                         policy.verdicts(result))
         self.dirty = True
+        if course.current().policy(self.lesson.id).submissions.send_grades and job.regrade is None:
+            from grader.service import lti_services
+
+            print("grader serve:", lti_services.send_one(result, self.lesson.id, self.lesson.title,
+                                                         self.lesson.max_score), flush=True)
 
     def _recorded(self, regrade: str) -> dict[str, dict[str, Any]]:
         """The results a regrade replays (read once per regrade; a seed whose signature fails is not replayed)."""

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,18 +87,35 @@ def write_csv(made: list[tuple[Identity, str]], out: Path) -> None:
     files.write_text(out, escape.csv_text(rows, "\n"), private=True)
 
 
+SESSION_S = 8 * 3600.0
+"""How long a session opened by an LMS launch lasts."""
+
+
 class Book:
-    """The tokens the server accepts, read once (a restart reads tokens issued since)."""
+    """The tokens the server accepts, read once (a restart reads tokens issued since), and the sessions LMS launches
+    opened (in this server's memory: a restart asks for a new launch)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or _path()
         self.known = _read(self.path)
+        self.sessions: dict[str, tuple[Identity, float]] = {}
+
+    def session(self, person: Identity) -> str:
+        """A token for a person an LMS launch vouched for, good for SESSION_S."""
+        token = "gl_" + secrets.token_urlsafe(32)
+        now = time.monotonic()
+        self.sessions = {d: s for d, s in self.sessions.items() if s[1] > now}
+        self.sessions[_digest(token)] = (person, now + SESSION_S)
+        return token
 
     def who(self, token: str) -> Identity | None:
         """Whom the token names, or None; the digest is compared in constant time."""
         if not token or len(token) > 200:
             return None
         given = _digest(token)
+        opened = self.sessions.get(given)
+        if opened is not None and opened[1] > time.monotonic():
+            return opened[0]
         found = None
         for stored, person in self.known.items():  # every digest compared, in constant time: no early answer
             if hmac.compare_digest(stored, given):

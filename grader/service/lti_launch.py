@@ -1,0 +1,240 @@
+"""LTI 1.3 launches on `grader serve`: the OIDC login, the checked id_token, deep linking's answer.
+
+    GET|POST /lti/login    third-party initiated login: a state and a nonce kept here, then a redirect to the
+                           platform's auth_login_url (scope=openid, response_type=id_token, response_mode=form_post,
+                           prompt=none, client_id, redirect_uri, login_hint, lti_message_hint, state, nonce)
+    POST /lti/launch       the id_token: RS256 against the platform's key by kid; iss, aud/azp, exp/iat, the
+                           nonce used once, the state matched, the deployment registered, the message type and
+                           version 1.3.0. A learner opens their page of the service, an instructor the
+                           instructor's page; a deep-linking request lists the lessons to link.
+
+A platform user is a student of the course by their SIS id (the `lis` claim's
+`person_sourcedid`), else their login (`ext.user_username`), else their email's
+local part; a launch that names none of them is refused with who it was, never
+guessed. Every launch records its context's service URLs (line items,
+memberships) and who the user is, for `grader lti send-grades` and `roster`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from grader.base import files
+from grader.service import lti_keys
+from grader.service.lti_keys import LtiRefused, Platform
+
+LTI = "https://purl.imsglobal.org/spec/lti/claim/"
+DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
+AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+INSTRUCTOR_ROLES = ("#Instructor", "#Administrator", "#ContentDeveloper", "#TeachingAssistant", "#Mentor")
+STATE_S = 600.0
+"""How long a login's state waits for its launch."""
+LEEWAY_S = 30
+"""Clock skew allowed on exp and iat."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch that passed every check."""
+
+    student: str
+    """The course's id for the user (see the module's note)."""
+    name: str
+    role: str
+    """`student` or `instructor`."""
+    message_type: str
+    claims: dict[str, Any]
+    platform: Platform
+
+
+class Launches:
+    """The logins waiting for their launch (state -> nonce) and the nonces used, in this server's memory."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, tuple[str, str, str, float]] = {}
+        self.used: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.keys = lti_keys.PlatformKeys()
+        self.linking: dict[str, tuple[Launch, float]] = {}
+
+    def login(self, params: dict[str, str], launch_url: str) -> str:
+        """The platform's auth URL to redirect to, for a third-party initiated login."""
+        issuer, hint = params.get("iss", ""), params.get("login_hint", "")
+        if not issuer or not hint:
+            raise LtiRefused("a login needs `iss` and `login_hint` from the platform")
+        where = lti_keys.platform(issuer, params.get("client_id") or None)
+        state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        with self.lock:
+            now = time.monotonic()
+            self.waiting = {s: w for s, w in self.waiting.items() if w[3] > now}
+            self.waiting[state] = (nonce, where.issuer, where.client_id, now + STATE_S)
+        query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
+                 "client_id": where.client_id, "redirect_uri": launch_url, "login_hint": hint, "state": state,
+                 "nonce": nonce}
+        if params.get("lti_message_hint"):
+            query["lti_message_hint"] = params["lti_message_hint"]
+        return where.auth_login_url + ("&" if "?" in where.auth_login_url else "?") + urlencode(query)
+
+    def launch(self, id_token: str, state: str) -> Launch:
+        """The id_token checked against the login it answers; one line for whatever is wrong."""
+        import jwt
+
+        with self.lock:
+            waiting = self.waiting.pop(state, None)
+        if waiting is None or waiting[3] < time.monotonic():
+            raise LtiRefused("the launch answers no login of this tool (an unknown, used or expired state): "
+                             "open the assignment from the LMS again")
+        nonce, issuer, client_id, _ = waiting
+        try:
+            header = jwt.get_unverified_header(id_token)
+            unverified = jwt.decode(id_token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            raise LtiRefused("the launch's id_token is not a JWT") from None
+        if unverified.get("iss") != issuer:
+            raise LtiRefused(f"the launch comes from {str(unverified.get('iss'))[:80]!r}, not the platform the login "
+                             f"named ({issuer})")
+        where = lti_keys.platform(issuer, client_id)
+        if header.get("alg") != "RS256":
+            raise LtiRefused(f"the launch is signed with {str(header.get('alg'))[:20]!r}; LTI 1.3 uses RS256")
+        claims = self._verified(id_token, where, str(header.get("kid") or ""))
+        self._checked(claims, where, nonce)
+        return _launch(claims, where)
+
+    def _verified(self, id_token: str, where: Platform, kid: str) -> dict[str, Any]:
+        import jwt
+
+        key = self.keys.key(where, kid)
+        try:
+            claims: dict[str, Any] = jwt.decode(id_token, key, algorithms=["RS256"], audience=where.client_id,
+                                                issuer=where.issuer, leeway=LEEWAY_S,
+                                                options={"require": ["exp", "iat", "nonce", "sub", "aud", "iss"]})
+        except jwt.ExpiredSignatureError:
+            raise LtiRefused("the launch has expired (its exp is past): open the assignment from the LMS again") \
+                from None
+        except jwt.InvalidAudienceError:
+            raise LtiRefused(f"the launch is addressed to another tool (its aud is not this tool's client id "
+                             f"{where.client_id})") from None
+        except jwt.InvalidSignatureError:
+            raise LtiRefused("the launch's signature does not hold with the platform's published key") from None
+        except jwt.PyJWTError as err:
+            raise LtiRefused(f"the launch's id_token was refused ({str(err)[:120]})") from None
+        audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+        if len(audiences) > 1 and claims.get("azp") != where.client_id:
+            raise LtiRefused("the launch names several audiences and its azp is not this tool")
+        return claims
+
+    def _checked(self, claims: dict[str, Any], where: Platform, nonce: str) -> None:
+        with self.lock:
+            now = time.monotonic()
+            self.used = {n: t for n, t in self.used.items() if t > now}
+            if claims["nonce"] in self.used:
+                raise LtiRefused("the launch was replayed (its nonce was used already): open the assignment from "
+                                 "the LMS again")
+            self.used[claims["nonce"]] = now + STATE_S + LEEWAY_S
+        if claims["nonce"] != nonce:
+            raise LtiRefused("the launch's nonce is not the one its login sent")
+        deployment = str(claims.get(LTI + "deployment_id") or "")
+        if where.deployment_ids and deployment not in where.deployment_ids:
+            raise LtiRefused(f"deployment {deployment[:60]!r} of {where.issuer} is not registered in the course's "
+                             f"{lti_keys.REGISTRATION}")
+        if claims.get(LTI + "version") != "1.3.0":
+            raise LtiRefused(f"LTI version {str(claims.get(LTI + 'version'))[:20]!r}: this tool speaks 1.3.0")
+        kind = claims.get(LTI + "message_type")
+        if kind not in ("LtiResourceLinkRequest", "LtiDeepLinkingRequest"):
+            raise LtiRefused(f"message type {str(kind)[:40]!r} is not one this tool answers")
+
+
+def _launch(claims: dict[str, Any], where: Platform) -> Launch:
+    roles = [str(r) for r in claims.get(LTI + "roles") or []]
+    teaching = any(r.endswith(INSTRUCTOR_ROLES) for r in roles)
+    student = who(claims)
+    if not student:
+        raise LtiRefused(f"the platform sent no SIS id, login or email for user {str(claims.get('sub'))[:60]!r} "
+                         f"({str(claims.get('name') or '')[:60]}): nobody of the course can be matched; ask the "
+                         "LMS administrator to share them with the tool")
+    launch = Launch(student, str(claims.get("name") or ""), "instructor" if teaching else "student",
+                    str(claims[LTI + "message_type"]), claims, where)
+    remember(launch)
+    return launch
+
+
+def who(claims: dict[str, Any]) -> str:
+    """The course's id of a platform user: the SIS id, else the login, else the email's local part ("" if none)."""
+    lis = claims.get(LTI + "lis") or {}
+    ext = claims.get(LTI + "ext") or claims.get("ext") or {}
+    email = str(claims.get("email") or "")
+    for found in (lis.get("person_sourcedid") if isinstance(lis, dict) else None,
+                  ext.get("user_username") if isinstance(ext, dict) else None,
+                  email.split("@")[0] if "@" in email else None):
+        if isinstance(found, str) and found.strip():
+            return found.strip()
+    return ""
+
+
+_RECORD_LOCK = threading.Lock()
+
+
+def record_path(name: str) -> Path:
+    return lti_keys._folder() / name
+
+
+def read_record(name: str) -> dict[str, Any]:
+    try:
+        data = json.loads(files.read_regular(record_path(name), 16 << 20))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_record(name: str, kept: dict[str, Any]) -> None:
+    files.write_text(record_path(name), json.dumps(kept, indent=1, sort_keys=True) + "\n", private=True)
+
+
+def remember(launch: Launch) -> None:
+    """The launch's context (its services' URLs) and who the user is, for the grades and the roster."""
+    context = launch.claims.get(LTI + "context") or {}
+    ags, nrps = launch.claims.get(AGS) or {}, launch.claims.get(NRPS) or {}
+    with _RECORD_LOCK:
+        contexts = read_record("contexts.json")
+        entry = contexts.get(str(context.get("id") or ""), {})
+        entry.update({k: v for k, v in {"issuer": launch.platform.issuer, "client_id": launch.platform.client_id,
+                                        "title": context.get("title"), "lineitems": ags.get("lineitems"),
+                                        "scope": ags.get("scope"),
+                                        "memberships": nrps.get("context_memberships_url"),
+                                        "at": time.time()}.items() if v})
+        contexts[str(context.get("id") or "")] = entry
+        write_record("contexts.json", contexts)
+        users = read_record("users.json")
+        users[launch.student] = {"sub": launch.claims.get("sub"), "name": launch.name, "issuer": launch.platform.issuer,
+                                 "role": launch.role}
+        write_record("users.json", users)
+
+
+def deep_link_response(launch: Launch, lesson_id: str, title: str, points: float, launch_url: str) -> tuple[str, str]:
+    """(the platform's deep_link_return_url, the signed LtiDeepLinkingResponse JWT) linking one lesson, with a line
+    item of its points."""
+    import jwt
+
+    settings = launch.claims.get(DL + "deep_linking_settings") or {}
+    back = settings.get("deep_link_return_url")
+    if not isinstance(back, str) or not back:
+        raise LtiRefused("the deep-linking request names no deep_link_return_url")
+    kid, key = lti_keys.signing_key(launch.platform.private_key_file or None)
+    now = int(time.time())
+    item = {"type": "ltiResourceLink", "title": title, "url": launch_url, "custom": {"lesson": lesson_id},
+            "lineItem": {"scoreMaximum": points, "label": title, "resourceId": lesson_id, "tag": "grader"}}
+    claims = {"iss": launch.platform.client_id, "aud": launch.platform.issuer, "iat": now, "exp": now + 300,
+              "nonce": uuid.uuid4().hex, LTI + "message_type": "LtiDeepLinkingResponse", LTI + "version": "1.3.0",
+              LTI + "deployment_id": launch.claims.get(LTI + "deployment_id"), DL + "content_items": [item]}
+    if settings.get("data") is not None:
+        claims[DL + "data"] = settings["data"]
+    return back, jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})

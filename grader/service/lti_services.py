@@ -1,0 +1,244 @@
+"""LTI Advantage services, called by the tool: grades back (AGS) and the roster in (NRPS).
+
+A call first obtains an access token by the client-credentials grant with a
+JWT assertion signed by the tool's key (RFC 7523), scoped to what it needs.
+`send_grades` finds the lesson's line item (its `resourceId` is the lesson's
+id) or creates it, and posts each student's score as
+`application/vnd.ims.lis.v1.score+json`; written answers nobody has graded yet
+post `PendingManual`. What was sent is remembered by the result's digest and
+score, so sending twice posts nothing new. `members` follows the container's
+`Link: rel="next"` pages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from grader.base import spelling
+from grader.result.record import GradeResult
+from grader.service import lti_keys, lti_launch
+from grader.service.lti_keys import LtiRefused, Platform
+
+SCOPES = {"lineitem": "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+          "score": "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+          "members": "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"}
+LINEITEM = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEMS = "application/vnd.ims.lis.v2.lineitemcontainer+json"
+SCORE = "application/vnd.ims.lis.v1.score+json"
+MEMBERS = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+SENT = "sent.json"
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where a course's services are: its platform, and the URLs a launch gave (or the command line)."""
+
+    platform: Platform
+    lineitems: str = ""
+    memberships: str = ""
+
+
+def context(lineitems: str | None = None, memberships: str | None = None, issuer: str | None = None) -> Context:
+    """The latest launched context's services, the URLs given overriding them; one line when none is known."""
+    launched = sorted(lti_launch.read_record("contexts.json").values(), key=lambda c: -float(c.get("at") or 0))
+    latest = launched[0] if launched else {}
+    where = lti_keys.platform(issuer or latest.get("issuer") or _only_issuer(), latest.get("client_id"))
+    found = Context(where, lineitems or latest.get("lineitems") or "", memberships or latest.get("memberships") or "")
+    return found
+
+
+def _only_issuer() -> str:
+    registered = lti_keys.platforms()
+    if len(registered) != 1:
+        raise LtiRefused("no launch has happened yet and the course registers "
+                         f"{len(registered) or 'no'} platforms: pass --issuer (and --lineitems / --memberships)")
+    return registered[0].issuer
+
+
+def _client() -> Any:
+    import httpx
+
+    return httpx.Client(timeout=30)
+
+
+def token(where: Platform, scopes: list[str]) -> str:
+    """An access token for these scopes (client credentials with a signed JWT assertion)."""
+    import httpx
+    import jwt
+
+    kid, key = lti_keys.signing_key(where.private_key_file or None)
+    now = int(time.time())
+    assertion = jwt.encode({"iss": where.client_id, "sub": where.client_id,
+                            "aud": where.auth_audience or where.auth_token_url, "iat": now, "exp": now + 300,
+                            "jti": uuid.uuid4().hex}, key, algorithm="RS256", headers={"kid": kid})
+    try:
+        with _client() as http:
+            got = http.post(where.auth_token_url, data={
+                "grant_type": "client_credentials",
+                "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                "client_assertion": assertion, "scope": " ".join(scopes)})
+    except httpx.HTTPError as err:
+        raise LtiRefused(f"the platform's token endpoint {where.auth_token_url} could not be reached "
+                         f"({type(err).__name__})") from None
+    if got.status_code != 200 or "access_token" not in _json(got):
+        raise LtiRefused(f"the platform refused the tool a token ({got.status_code}: {got.text[:160]})")
+    return str(_json(got)["access_token"])
+
+
+def _json(response: Any) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return {}
+
+
+def members(where: Context) -> list[dict[str, Any]]:
+    """Every member of the context, following the pages."""
+    if not where.memberships:
+        raise LtiRefused("no memberships URL is known: launch the tool from the course once, or pass --memberships")
+    bearer = {"Authorization": f"Bearer {token(where.platform, [SCOPES['members']])}", "Accept": MEMBERS}
+    found: list[dict[str, Any]] = []
+    url: str | None = where.memberships
+    with _client() as http:
+        for _ in range(1000):  # pages; a platform that loops is stopped here
+            if url is None:
+                break
+            got = http.get(url, headers=bearer)
+            if got.status_code != 200:
+                raise LtiRefused(f"the platform refused the roster ({got.status_code}: {got.text[:160]})")
+            found += [m for m in _json(got).get("members", []) if isinstance(m, dict)]
+            url = _next(got.headers.get("link", ""))
+    return found
+
+
+def _next(link: str) -> str | None:
+    for part in link.split(","):
+        match = re.match(r'\s*<([^>]+)>\s*;.*rel="?next"?', part)
+        if match:
+            return match.group(1)
+    return None
+
+
+def member_id(member: dict[str, Any]) -> str:
+    """A member's course id, as a launch's user is matched (lti_launch.who)."""
+    claims = {lti_launch.LTI + "lis": {"person_sourcedid": member.get("lis_person_sourcedid")},
+              "ext": {"user_username": member.get("ext_user_username") or member.get("login_id")},
+              "email": member.get("email")}
+    return lti_launch.who(claims)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One student's grade as it would be sent."""
+
+    student: str
+    user_id: str | None
+    old: str
+    new: float | None
+    max_score: float
+    progress: str
+    send: bool
+
+
+def plan(results: list[GradeResult], lesson_id: str, users: dict[str, str], points: float) -> list[Planned]:
+    """What sending the lesson's grades would do, per student (users: the course id -> the platform's user id;
+    points: the lesson's, the maximum of a submission that could not be graded)."""
+    sent = lti_launch.read_record(SENT).get(lesson_id, {})
+    planned = []
+    for result in results:
+        pending = result.manual is not None and bool(result.manual.pending)
+        progress = "PendingManual" if pending else "FullyGraded"
+        score = result.score if result.status == "graded" else 0.0
+        before = sent.get(result.student) or {}
+        same = before.get("digest") == result.digest and before.get("score") == score and \
+            before.get("progress") == progress
+        old = spelling.score(before["score"]) if "score" in before else "-"
+        planned.append(Planned(result.student, users.get(result.student), old, score, result.max_score or points,
+                               progress, not same and result.student in users))
+    return planned
+
+
+def send(where: Context, lesson_id: str, title: str, points: float, planned: list[Planned],
+         results: dict[str, GradeResult]) -> int:
+    """Post every planned score that changed; how many were posted (each remembered at once)."""
+    todo = [p for p in planned if p.send]
+    if not todo:
+        return 0
+    bearer = token(where.platform, [SCOPES["lineitem"], SCOPES["score"]])
+    item = _line_item(where, bearer, lesson_id, title, points)
+    scores = re.sub(r"(\?|$)", r"/scores\1", item, count=1)
+    posted = 0
+    with _client() as http:
+        for p in todo:
+            result = results[p.student]
+            body: dict[str, Any] = {"userId": p.user_id, "scoreGiven": p.new, "scoreMaximum": p.max_score,
+                    "activityProgress": "Submitted", "gradingProgress": p.progress,
+                    "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+                    "comment": f"graded by the course's autograder (submission {str(result.digest)[:12]})"}
+            if result.submitted_as is not None and result.submitted_as.submitted_at:
+                body["submission"] = {"submittedAt": result.submitted_as.submitted_at}
+            got = http.post(scores, json=body, headers={"Authorization": f"Bearer {bearer}", "Content-Type": SCORE})
+            if got.status_code not in (200, 201, 204):
+                raise LtiRefused(f"the platform refused {p.student}'s score ({got.status_code}: {got.text[:160]}); "
+                                 f"{posted} were sent before it")
+            _remember(lesson_id, p.student, result.digest, p.new, p.progress)
+            posted += 1
+    return posted
+
+
+def _line_item(where: Context, bearer: str, lesson_id: str, title: str, points: float) -> str:
+    if not where.lineitems:
+        raise LtiRefused("no line items URL is known: launch the tool from the course once, or pass --lineitems")
+    headers = {"Authorization": f"Bearer {bearer}"}
+    with _client() as http:
+        got = http.get(where.lineitems, headers=headers | {"Accept": LINEITEMS})
+        if got.status_code != 200:
+            raise LtiRefused(f"the platform refused its line items ({got.status_code}: {got.text[:160]})")
+        for item in _json(got) if isinstance(_json(got), list) else []:
+            if isinstance(item, dict) and item.get("resourceId") == lesson_id and item.get("id"):
+                return str(item["id"])
+        made = http.post(where.lineitems, json={"scoreMaximum": points, "label": title, "resourceId": lesson_id,
+                                                "tag": "grader"}, headers=headers | {"Content-Type": LINEITEM})
+    if made.status_code not in (200, 201) or not _json(made).get("id"):
+        raise LtiRefused(f"the platform did not create the line item ({made.status_code}: {made.text[:160]})")
+    return str(_json(made)["id"])
+
+
+def _remember(lesson_id: str, student: str, digest: str | None, score: float | None, progress: str) -> None:
+    sent = lti_launch.read_record(SENT)
+    sent.setdefault(lesson_id, {})[student] = {"digest": digest, "score": score, "progress": progress}
+    lti_launch.write_record(SENT, sent)
+
+
+def users_by_student(where: Context | None) -> dict[str, str]:
+    """The platform's user id of each student: the launches', and the roster's where a memberships URL is known."""
+    users = {s: str(u.get("sub")) for s, u in lti_launch.read_record("users.json").items()
+             if u.get("sub") and u.get("role") == "student"}
+    if where is not None and where.memberships:
+        users |= {member_id(m): str(m.get("user_id")) for m in members(where)
+                  if member_id(m) and m.get("user_id") and learner(m)}
+    return users
+
+
+def learner(member: dict[str, Any]) -> bool:
+    """Whether a member takes the course (a Learner), not teaches it."""
+    return any(str(role).endswith("#Learner") for role in member.get("roles") or [])
+
+
+def send_one(result: GradeResult, lesson_id: str, title: str, points: float) -> str:
+    """The service's passback of one grade as it is recorded (course.toml's `send_grades`): a line saying what
+    happened; never an exception (the grade is recorded whatever the LMS says)."""
+    try:
+        where = context()
+        planned = plan([result], lesson_id, users_by_student(where), points)
+        if planned[0].user_id is None:
+            return f"{result.student} is not in the LMS (no launch, not on its roster): the grade was not sent"
+        sent = send(where, lesson_id, title, points, planned, {result.student: result})
+    except (LtiRefused, OSError) as err:
+        return f"{result.student}'s grade was not sent to the LMS: {err}"
+    return f"{result.student}'s grade sent to the LMS" if sent else f"{result.student}: nothing new for the LMS"

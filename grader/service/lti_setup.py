@@ -1,0 +1,101 @@
+"""What `grader lti config`, `send-grades` and `roster` do, as lines for the person who asked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.base import escape, files, spelling
+from grader.classroom.batch_folder import BatchFolder
+from grader.lesson import catalog
+from grader.service import lti_services
+from grader.service.lti_keys import LtiRefused
+
+
+def describe(url: str) -> str:
+    """Canvas's developer-key JSON (paste it as "Paste JSON"), then the same for Moodle and any other platform."""
+    canvas = {"title": "Course autograder", "description": "Submit notebooks and get graded feedback in seconds",
+              "oidc_initiation_url": f"{url}/lti/login", "target_link_uri": f"{url}/lti/launch",
+              "public_jwk_url": f"{url}/lti/jwks",
+              "scopes": [lti_services.SCOPES[k] for k in ("lineitem", "score", "members")]
+              + ["https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly"],
+              "extensions": [{"platform": "canvas.instructure.com", "privacy_level": "public",
+                              "settings": {"placements": [
+                                  {"placement": "assignment_selection", "message_type": "LtiDeepLinkingRequest",
+                                   "target_link_uri": f"{url}/lti/launch"},
+                                  {"placement": "link_selection", "message_type": "LtiDeepLinkingRequest",
+                                   "target_link_uri": f"{url}/lti/launch"}]}}],
+              "custom_fields": {}}
+    generic = [("Tool URL / target link URI", f"{url}/lti/launch"), ("Initiate login URL", f"{url}/lti/login"),
+               ("Redirection URI(s)", f"{url}/lti/launch"), ("Public keyset URL", f"{url}/lti/jwks"),
+               ("Services", "IMS LTI Assignment and Grade Services: use this service for grade sync and column "
+                            "management; IMS LTI Names and Role Provisioning: use this service; Deep Linking: on"),
+               ("Privacy", "share the launcher's name, email and SIS id (lis_person_sourcedid) with the tool")]
+    lines = ["Canvas (Admin > Developer Keys > + LTI Key > Method: Paste JSON):",
+             json.dumps(canvas, indent=1), "", "Moodle (Site administration > Plugins > External tool > Manage "
+             "tools > configure a tool manually) and any other LTI 1.3 platform:"]
+    lines += [f"  {label}: {value}" for label, value in generic]
+    lines += ["", "Then add the platform's issuer, client id, endpoints and deployment id to lti.json in the course "
+              "folder (README, \"The LMS\")."]
+    return "\n".join(lines)
+
+
+def send_grades(out: Path, lesson_id: str, dry_run: bool, lineitems: str | None, memberships: str | None,
+                issuer: str | None) -> list[str]:
+    """Send (or, dry, describe) the latest grade of each student of a batch folder."""
+    lesson = catalog.get(lesson_id)
+    folder = BatchFolder(out / lesson_id if (out / lesson_id).is_dir() and not BatchFolder(out).is_batch() else out)
+    if not folder.is_batch():
+        raise LtiRefused(f"{out} holds no graded batch of {lesson_id}")
+    results = {r.student: r for r in (result for _, result in folder.read_all()) if r.lesson == lesson_id}
+    where = lti_services.context(lineitems, memberships, issuer)
+    users = lti_services.users_by_student(where)
+    planned = lti_services.plan(sorted(results.values(), key=lambda r: r.student), lesson_id, users, lesson.max_score)
+    lines = []
+    for p in planned:
+        new = spelling.score(p.new) if p.new is not None else "-"
+        state = ("no LMS user" if p.user_id is None else "unchanged" if not p.send else
+                 "would send" if dry_run else "sent")
+        most = spelling.score(p.max_score)
+        lines.append(f"  {escape.terminal(p.student):<20} {p.old:>6} -> {new:>6} of {most} ({p.progress}): {state}")
+    unmatched = sorted(set(users) - set(results))
+    if not dry_run:
+        sent = lti_services.send(where, lesson_id, lesson.title, lesson.max_score, planned, results)
+        head = f"{sent} grades of {lesson_id} sent to {where.platform.issuer}"
+    else:
+        head = f"dry run: {sum(p.send for p in planned)} of {len(planned)} grades of {lesson_id} would be sent"
+    missing = [p.student for p in planned if p.user_id is None]
+    tail = ([f"not in the LMS (no launch, not on its roster): {', '.join(missing)}"] if missing else []) + (
+        [f"in the LMS with no grade here: {', '.join(unmatched)}"] if unmatched else [])
+    return [head, *lines, *tail]
+
+
+def roster(out: Path, memberships: str | None, issuer: str | None) -> list[str]:
+    """The context's learners as a roster file; who joined and who left since the file was last written."""
+    where = lti_services.context(None, memberships, issuer)
+    members = lti_services.members(where)
+    rows = [("student", "name", "email", "lti_user_id")]
+    unnamed = []
+    for member in members:
+        if not lti_services.learner(member):
+            continue
+        student = lti_services.member_id(member)
+        if not student:
+            unnamed.append(str(member.get("name") or member.get("user_id")))
+            continue
+        rows.append((student, str(member.get("name") or ""), str(member.get("email") or ""),
+                     str(member.get("user_id") or "")))
+    before = set()
+    if out.is_file():
+        from grader.intake import roster as class_list
+
+        before = {m.student for m in class_list.read(out).members}
+    now = {row[0] for row in rows[1:]}
+    files.write_text(out, escape.csv_text(rows, "\n"))
+    lines = [f"{len(now)} students written to {out} ({len(members)} members read)"]
+    if out.exists() and before:
+        lines += [f"joined: {', '.join(sorted(now - before)) or 'nobody'}",
+                  f"left: {', '.join(sorted(before - now)) or 'nobody'}"]
+    if unnamed:
+        lines.append(f"not matched (no SIS id, login or email shared): {', '.join(unnamed)}")
+    return lines
