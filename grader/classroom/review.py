@@ -145,9 +145,10 @@ class Review:
                        sum(1 for s in answers if s in counted)) for cell, answers in self.answers.items()}
 
     def decide(self, cell: str, students: list[str], items: list[str], comment: str = "",
-               points: float | None = None, grader: str | None = None) -> float:
+               points: float | None = None, grader: str | None = None, seen: dict[str, int] | None = None) -> float:
         """Grade one answer or a group: rubric items (or points outright); saved, then joined into each grade.
-        Returns the points each of them now has for this question."""
+        Returns the points each of them now has for this question. `seen`: the answers' versions the page showed
+        (review_store.Store.decide refuses a decision on an answer someone decided since)."""
         question = self.question(cell)
         unknown = [s for s in students if s not in self.answers[cell]]
         if not students or unknown:
@@ -161,15 +162,15 @@ class Review:
                               f"{spelling.score(question.points)}")
         decision = WrittenGrade(cell, tuple(dict.fromkeys(items)), None if items else points, question.points,
                                 _plain(comment, 4000), _plain(grader or self.grader, 200), review_store.now())
-        self.store.decide(self.lesson.id, students, decision)
+        self.store.decide(self.lesson.id, students, decision, seen)
         for student in students:
             self.answers[cell][student].decision = decision
             self._join(student)
         return joining.written_points(self.lesson, decision, self.store.item_points(self.lesson.id))
 
-    def clear(self, cell: str, students: list[str]) -> None:
+    def clear(self, cell: str, students: list[str], seen: dict[str, int] | None = None) -> None:
         self.question(cell)
-        self.store.clear(self.lesson.id, students, cell, self.grader)
+        self.store.clear(self.lesson.id, students, cell, self.grader, seen)
         for student in students:
             if student in self.answers[cell]:
                 self.answers[cell][student].decision = None
@@ -305,23 +306,42 @@ def _plain(text: str, limit: int) -> str:
     return escape.terminal(text[:limit])
 
 
+def changes(review: Review, since: int) -> dict[str, object]:
+    """The answers decided or cleared (by any grader, on any page) since the log's row `since`, as the page shows
+    them; the answers kept in memory follow, and so does each changed grade."""
+    latest, changed = review.store.changes(review.lesson.id, since)
+    decided = review.store.written(review.lesson.id)
+    versions = review.store.versions(review.lesson.id)
+    shown = []
+    for student, cell in changed:
+        answer = review.answers.get(cell, {}).get(student)
+        if answer is None:
+            continue
+        answer.decision = decided.get((student, cell))
+        shown.append({"question": cell, **_shown(answer, versions, cell)})
+    return {"since": latest, "answers": shown, "progress": review.progress()}
+
+
+def _shown(a: Answer, versions: dict[tuple[str, str], int], cell: str) -> dict[str, object]:
+    d = a.decision
+    return {"student": a.student, "items": list(d.items) if d else None, "points": d.points if d else None,
+            "comment": d.comment if d else "", "grader": d.grader if d else "", "at": d.at if d else "",
+            "version": versions.get((a.student, cell), 0)}
+
+
 def page_data(review: Review) -> str:
     """What the page's script starts from, as JSON (escaped for a <script> element), as the store holds it now."""
     review.reread()
     item_points = review.store.item_points(review.lesson.id)
+    versions = review.store.versions(review.lesson.id)
     questions = [{"cell": q.cell, "title": q.title, "points": q.points,
                   "rubric": [{"id": i.id, "points": item_points.get((q.cell, i.id), i.points), "text": i.text}
                              for i in q.rubric],
                   "groups": [{"key": g.key, "label": g.label,
-                              "answers": [{"student": a.student, "name": a.name, "text": a.text[:20000],
-                                           "blank": a.blank,
-                                           "items": list(a.decision.items) if a.decision else None,
-                                           "points": a.decision.points if a.decision else None,
-                                           "comment": a.decision.comment if a.decision else "",
-                                           "grader": a.decision.grader if a.decision else "",
-                                           "at": a.decision.at if a.decision else ""} for a in g.answers]}
+                              "answers": [{"name": a.name, "text": a.text[:20000], "blank": a.blank,
+                                           **_shown(a, versions, q.cell)} for a in g.answers]}
                              for g in review.groups(q.cell)]}
                  for q in review.lesson.written]
     data = {"lesson": review.lesson.id, "title": review.lesson.title, "questions": questions,
-            "progress": review.progress()}
+            "progress": review.progress(), "since": review.store.latest()}
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

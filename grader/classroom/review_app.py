@@ -24,7 +24,8 @@ from typing import Any
 
 from grader.base import files
 from grader.base.errors import GraderError
-from grader.classroom.review import Review, page_data
+from grader.classroom.review import Review, changes as review_changes, page_data
+from grader.classroom.review_store import Stale
 
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 REFRESH_AFTER = 2.0
@@ -46,6 +47,7 @@ def app(review: Review, token: str) -> Any:
         await asyncio.to_thread(_refresh, review, served.lock)
 
     return Starlette(routes=[Route("/", served.page), Route("/report/{student}", served.report),
+                             Route("/api/changes", served.changes),
                              Route("/api/{what}", served.change, methods=["POST"])], lifespan=lifespan)
 
 
@@ -88,6 +90,20 @@ class _Served:
         html = files.read_regular(self.review.folder.report(student, "html")).decode("utf-8")
         return HTMLResponse(html, headers=HEADERS)
 
+    async def changes(self, request: Any) -> Any:
+        """What every grader decided since the page's last look (the page asks every two seconds)."""
+        from starlette.responses import JSONResponse
+
+        if not self.allowed(request):
+            return JSONResponse({"error": "refused: no token"}, 403)
+        since = request.query_params.get("since", "0")
+        data = await asyncio.to_thread(self._changes, int(since) if since.isdigit() else 0)
+        return JSONResponse(data, headers=HEADERS)
+
+    def _changes(self, since: int) -> dict[str, Any]:
+        with self.lock:
+            return review_changes(self.review, since)
+
     async def change(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
@@ -102,6 +118,8 @@ class _Served:
             return JSONResponse({"error": "the request was not a JSON object"}, 400)
         try:
             done = await asyncio.to_thread(_apply, self.review, self.lock, request.path_params["what"], body)
+        except Stale as err:
+            return JSONResponse({"error": str(err), "stale": True}, 409)
         except GraderError as err:
             return JSONResponse({"error": str(err)}, 400)
         self.dirty.set()
@@ -136,20 +154,35 @@ def _apply(review: Review, lock: threading.Lock, what: str, body: dict[str, Any]
 
     with lock:
         cell = text("question")
+        students = names("students") if what in ("decide", "clear") else []
         if what == "decide":
             raw = body.get("points")
             points = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
-            got = review.decide(cell, names("students"), names("items"), text("comment"), points)
-            return {"points": got, "progress": review.progress()}
+            got = review.decide(cell, students, names("items"), text("comment"), points, seen=_seen(body))
+            return {"points": got, "progress": review.progress(), "versions": _versions(review, cell, students)}
         if what == "clear":
-            review.clear(cell, names("students"))
-            return {"progress": review.progress()}
+            review.clear(cell, students, _seen(body))
+            return {"progress": review.progress(), "versions": _versions(review, cell, students)}
         if what == "item":
             raw = body.get("points")
             if not isinstance(raw, (int, float)) or isinstance(raw, bool):
                 raise GraderError("points must be a number")
             return {"rescored": review.set_item_points(cell, text("item"), float(raw))}
     raise GraderError(f"no such change: {what[:40]!r}")
+
+
+def _seen(body: dict[str, Any]) -> dict[str, int] | None:
+    """The versions the page showed (absent: a client that does not say, such as an older page: not checked)."""
+    raw = body.get("seen")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in raw.values()):
+        raise GraderError("seen must map each student to the version the page showed")
+    return {str(k): int(v) for k, v in raw.items()}
+
+
+def _versions(review: Review, cell: str, students: list[str]) -> dict[str, int]:
+    return {s: review.store.version(review.lesson.id, s, cell) for s in students}
 
 
 def serve(out: Path, grader: str, port: int = 0, ready: Any = None) -> None:

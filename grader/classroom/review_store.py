@@ -4,8 +4,10 @@ rubric items' points changed after the fact.
 Each decision is one transaction, saved as it is made, with who made it and
 when; every change is also appended to a log that is never rewritten. SQLite's
 write-ahead log lets two graders (two browsers, or the page and an import)
-decide at once: the last decision on the same answer wins, and both are in the
-log. A rerun or a regrade of the batch reads these decisions again, so the
+decide at once: a decision carries the version of the answer its page showed
+(the log's row of the answer's latest decision), and one made against an
+answer someone decided since is refused with who and when; both pages learn
+of every decision from the log (`changes`). A rerun or a regrade of the batch reads these decisions again, so the
 manual part of a grade is never lost to the autograder.
 """
 
@@ -35,6 +37,10 @@ CREATE TABLE IF NOT EXISTS log (at TEXT, grader TEXT, lesson TEXT, student TEXT,
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+class Stale(GraderError):
+    """A decision made against an answer someone else decided since the page showed it (one line: who, when)."""
 
 
 class Store:
@@ -70,20 +76,66 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
-    def decide(self, lesson: str, students: Iterable[str], decision: WrittenGrade) -> None:
-        """One decision on a written question, for one student or a group, in one transaction."""
+    def decide(self, lesson: str, students: Iterable[str], decision: WrittenGrade,
+               seen: dict[str, int] | None = None) -> dict[str, int]:
+        """One decision on a written question, for one student or a group, in one transaction; returns each
+        answer's new version. `seen`: the versions the grader's page showed (0: no decision); an answer decided
+        by anyone since is refused (Stale), and nothing of the decision is saved."""
+        students = list(students)
         with self._writing():
+            self._fresh(lesson, students, decision.question, seen)
             for student in students:
                 self.db.execute("INSERT OR REPLACE INTO written VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 (lesson, student, decision.question, json.dumps(list(decision.items)), decision.points,
                                  decision.comment, decision.grader, decision.at))
                 self._log(decision.grader, decision.at, lesson, student, f"written {decision.question}",
                           {"items": list(decision.items), "points": decision.points, "comment": decision.comment})
+        return {student: self.version(lesson, student, decision.question) for student in students}
 
-    def clear(self, lesson: str, students: Iterable[str], question: str, grader: str) -> None:
-        """Take a decision back: the answer is ungraded again (the log keeps what it was)."""
+    def version(self, lesson: str, student: str, question: str) -> int:
+        """An answer's version: the log's row of its latest decision or clearing (0: never decided)."""
+        row = self.db.execute("SELECT MAX(rowid) FROM log WHERE lesson=? AND student=? AND what IN (?, ?)",
+                              (lesson, student, f"written {question}", f"cleared {question}")).fetchone()
+        return int(row[0] or 0)
+
+    def versions(self, lesson: str) -> dict[tuple[str, str], int]:
+        """Every decided answer's version: (student, question) -> the log's row (see `version`)."""
+        found: dict[tuple[str, str], int] = {}
+        for student, what, row in self.db.execute(
+                "SELECT student, what, MAX(rowid) FROM log WHERE lesson=? AND (what LIKE 'written %' OR what LIKE "
+                "'cleared %') GROUP BY student, what", (lesson,)):
+            key = (student, what.split(" ", 1)[1])
+            found[key] = max(found.get(key, 0), int(row))
+        return found
+
+    def _fresh(self, lesson: str, students: list[str], question: str, seen: dict[str, int] | None) -> None:
+        for student in students if seen is not None else ():
+            version = self.version(lesson, student, question)
+            if version != int((seen or {}).get(student) or 0):
+                at, grader = self.db.execute("SELECT at, grader FROM log WHERE rowid=?", (version,)).fetchone()
+                when = at[11:16] if len(at) >= 16 else at
+                raise Stale(f"{grader or 'someone'} changed {student}'s answer at {when} (UTC) since your page "
+                            "showed it: reload")
+
+    def changes(self, lesson: str, since: int) -> tuple[int, list[tuple[str, str]]]:
+        """(the log's latest row, the (student, question) of each written answer decided or cleared after `since`)."""
+        rows = self.db.execute("SELECT rowid, student, what FROM log WHERE lesson=? AND rowid > ? ORDER BY rowid",
+                               (lesson, since)).fetchall()
+        changed = [(student, what.split(" ", 1)[1]) for _, student, what in rows
+                   if what.startswith(("written ", "cleared "))]
+        return max(self.latest(), since), list(dict.fromkeys(changed))
+
+    def latest(self) -> int:
+        """The log's latest row (0 when empty): a page asks for the changes after it."""
+        return int(self.db.execute("SELECT MAX(rowid) FROM log").fetchone()[0] or 0)
+
+    def clear(self, lesson: str, students: Iterable[str], question: str, grader: str,
+              seen: dict[str, int] | None = None) -> None:
+        """Take a decision back: the answer is ungraded again (the log keeps what it was); `seen` as for decide."""
         at = now()
+        students = list(students)
         with self._writing():
+            self._fresh(lesson, students, question, seen)
             for student in students:
                 self.db.execute("DELETE FROM written WHERE lesson=? AND student=? AND question=?",
                                 (lesson, student, question))
