@@ -203,7 +203,7 @@ def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None
                 opened.override(student, exercise, None if score == "auto" else _score(score), reason)
                 echo(f"{student}: {exercise} {'back to the autograder' if score == 'auto' else 'set to ' + score}")
             if import_path:
-                echo(f"{review.import_csv(opened, import_path)} decisions taken from {import_path}")
+                echo(review.import_csv(opened, import_path).line(import_path))
             if export_path:
                 echo(f"{review.export_csv(opened, export_path)} answers written to {export_path}")
             opened.refresh()

@@ -104,11 +104,16 @@ def test_a_batch_of_a_lesson_with_written_questions_counts_their_points_as_pendi
 def test_review_export_fill_import_joins_the_manual_points_and_the_result_stays_signed(out, course_key_module):
     done = _review(out, "--export", str(out.parent / "export.csv"))
     assert done.returncode == 0, done.stderr
-    rows = list(csv.DictReader((out.parent / "export.csv").read_text().splitlines()))
-    assert list(rows[0]) == ["student", "question", "points", "max_points", "rubric", "comment", "grader"]
+    with (out.parent / "export.csv").open(newline="") as handle:  # an answer's lines stay in its cell
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["student", "name", "question", "answer", "points", "max_points", "rubric", "comment",
+                             "grader"]
     assert sorted((r["student"], r["question"]) for r in rows) == sorted(
         (s, q) for s in ANSWERS for q in ("prediction", "explanation"))
+    answers = {r["student"]: r["answer"] for r in rows if r["question"] == "prediction"}
+    assert answers["ada"].endswith("\n" + ANSWERS["ada"]) and answers["dev"] == ""  # to grade from; dev's is blank
     for row in rows:  # by rubric for the predictions; points outright for the explanations
+        row["grader"] = "someone else"  # the CSV's column: never who decided (the importer is)
         if row["question"] == "prediction":
             row["rubric"] = {"ada": "no-overlap;reason", "ben": "no-overlap", "cleo": "", "dev": ""}[row["student"]]
             row["points"] = {"cleo": "0", "dev": "0"}.get(row["student"], "")
@@ -120,13 +125,16 @@ def test_review_export_fill_import_joins_the_manual_points_and_the_result_stays_
         writer.writeheader()
         writer.writerows(rows)
     bad = out.parent / "bad.csv"
-    bad.write_text(filled.read_text() + "zed,prediction,1,1,,,\n")
+    bad.write_text(filled.read_text() + "zed,,prediction,,1,1,,,\n")
     before = _state(out)
     refused = _review(out, "--import", str(bad))
     assert refused.returncode == 2 and refused.stderr.strip() == "grader: row 10: no graded result for student 'zed'"
     assert _state(out) == before  # a bad row changes nothing
     done = _review(out, "--import", str(filled), "--grader", "ta1")
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("8 decisions taken from")
+    again = _review(out, "--import", str(filled), "--grader", "ta2")  # the same sheet twice: nothing to apply
+    assert again.stdout.startswith(f"0 decisions taken from {filled}; 8 rows changed nothing; 0 rows")
     # by hand: 3 autograded + prediction (ada 0.5 + 0.5, ben 0.5, cleo and dev 0) + explanation 1.5
     expected = {"ada": 5.5, "ben": 5.0, "cleo": 4.5, "dev": 4.5}
     csv_rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").read_text().splitlines())}
@@ -407,3 +415,30 @@ def test_what_a_student_wrote_cannot_end_the_pages_script_and_a_linked_store_is_
     with pytest.raises(GraderError, match="not a plain file"):
         Review(out, "ta")
     assert not (tmp_path / "elsewhere.sqlite").exists()
+
+
+@pytest.mark.kernel
+def test_a_partly_filled_sheet_applies_its_filled_rows_and_leaves_the_rest_ungraded(out):
+    done = _review(out, "--export", str(out.parent / "export.csv"))
+    assert done.returncode == 0, done.stderr
+    with (out.parent / "export.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        if (row["student"], row["question"]) in (("ada", "prediction"), ("ben", "explanation")):
+            row["rubric" if row["question"] == "prediction" else "points"] = \
+                "no-overlap" if row["question"] == "prediction" else "2"
+    partly = out.parent / "partly.csv"
+    with partly.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    done = _review(out, "--import", str(partly), "--grader", "ta3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (f"2 decisions taken from {partly}; 0 rows changed nothing; 6 rows without points "
+                                   "or rubric items left ungraded")
+    graded = {}
+    for student in ANSWERS:
+        data = json.loads((out / "results" / f"{student}.json").read_text())
+        graded[student] = {w["question"]: (w["points"], w["grader"]) for w in data["manual"]["written"]}
+    assert graded["ada"]["prediction"] == (0.5, "ta3") and graded["ben"]["explanation"] == (2.0, "ta3")
+    assert graded["ada"]["explanation"] == (None, "") and graded["cleo"]["prediction"] == (None, "")

@@ -226,37 +226,63 @@ class Review:
 
 # ---- the spreadsheet path: `grader review OUT --export FILE` and `--import FILE` ----
 
-CSV_COLUMNS = ("student", "question", "points", "max_points", "rubric", "comment", "grader")
+CSV_COLUMNS = ("student", "name", "question", "answer", "points", "max_points", "rubric", "comment", "grader")
+NEEDED = ("student", "question", "points", "rubric", "comment")
+"""What an import reads; the rest (name, answer, max_points, grader) are there to grade from, and may be absent."""
 MAX_CSV_BYTES = 32 * 1024**2
 
 
 def export_csv(review: Review, path: Path) -> int:
-    """One row per student and written question (`student,question,points,max_points,rubric,comment,grader`)."""
+    """One row per student and written question, with their name and their answer to grade from."""
     rows: list[list[Any]] = [list(CSV_COLUMNS)]
     item_points = review.store.item_points(review.lesson.id)
     for question in review.lesson.written:
         for student, answer in sorted(review.answers[question.cell].items()):
             d = answer.decision
-            rows.append([student, question.cell,
+            rows.append([student, answer.name, question.cell, "" if answer.blank else answer.text[:30000],
                          "" if d is None else joining.written_points(review.lesson, d, item_points), question.points,
                          ";".join(d.items) if d else "", d.comment if d else "", d.grader if d else ""])
     files.write_text(path, escape.csv_text(rows))
     return len(rows) - 1
 
 
-def import_csv(review: Review, path: Path) -> int:
-    """Decisions from a filled export (points from the rubric items where given, else the points column).
-    Every row is checked first: one bad row is refused in one line naming it, and nothing changes."""
-    parsed = _rows(path)
-    planned = []
-    for number, row in parsed:
+@dataclass(frozen=True)
+class Imported:
+    """What an import did."""
+
+    applied: int
+    unchanged: int
+    blank: int
+
+    def line(self, path: Path) -> str:
+        return (f"{self.applied} decisions taken from {path}; {self.unchanged} rows changed nothing; {self.blank} rows "
+                "without points or rubric items left ungraded")
+
+
+def import_csv(review: Review, path: Path) -> Imported:
+    """Decisions from a filled export (points from the rubric items where given, else the points column), made by
+    whoever imports (`--grader`). Every row is checked first: one bad row is refused in one line naming it, and
+    nothing changes; a row with neither points nor items stays ungraded, and one that says what is decided already
+    is not applied again."""
+    planned, blank = [], 0
+    for number, row in _rows(path):
+        if not row["rubric"].strip() and not row["points"].strip():
+            blank += 1
+            continue
         planned.append(_planned(review, number, row))
-    for cell, student, items, points, comment, grader in planned:
-        review.decide(cell, [student], items, comment, points, grader)
-    return len(planned)
+    todo = [p for p in planned if not _same(review, *p)]
+    for cell, student, items, points, comment in todo:
+        review.decide(cell, [student], items, comment, points)
+    return Imported(len(todo), len(planned) - len(todo), blank)
 
 
-def _planned(review: Review, number: int, row: dict[str, str]) -> tuple[str, str, list[str], float | None, str, str]:
+def _same(review: Review, cell: str, student: str, items: list[str], points: float | None, comment: str) -> bool:
+    d = review.answers[cell][student].decision
+    return d is not None and list(d.items) == items and d.points == (None if items else points) and \
+        d.comment == _plain(comment, 4000)
+
+
+def _planned(review: Review, number: int, row: dict[str, str]) -> tuple[str, str, list[str], float | None, str]:
     where = f"row {number}"
     cell, student = row["question"].strip(), row["student"].strip()
     question = next((q for q in review.lesson.written if q.cell == cell), None)
@@ -269,7 +295,7 @@ def _planned(review: Review, number: int, row: dict[str, str]) -> tuple[str, str
     if bad:
         raise GraderError(f"{where}: question {cell!r} has no rubric item {bad[0][:60]!r}")
     points = None
-    if not items and row["points"].strip():
+    if not items:
         try:
             points = float(row["points"])
         except ValueError:
@@ -277,9 +303,7 @@ def _planned(review: Review, number: int, row: dict[str, str]) -> tuple[str, str
         if not 0 <= points <= question.points:
             raise GraderError(f"{where}: {spelling.score(points)} points is outside question {cell!r}'s range 0 to "
                               f"{spelling.score(question.points)}")
-    if not items and points is None:
-        raise GraderError(f"{where}: neither rubric items nor points for {student[:60]!r} on {cell!r}")
-    return cell, student, items, points, row["comment"], row["grader"].strip() or review.grader
+    return cell, student, items, points, row["comment"]
 
 
 def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
@@ -291,12 +315,12 @@ def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
     if len(text) > MAX_CSV_BYTES:
         raise GraderError(f"{path}: over {MAX_CSV_BYTES >> 20} MiB; not a review export")
     reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+    missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
     if missing:
-        raise GraderError(f"{path}: no column {missing[0]!r} (columns: {','.join(CSV_COLUMNS)})")
+        raise GraderError(f"{path}: no column {missing[0]!r} (an export's columns: {','.join(CSV_COLUMNS)})")
     rows = []
     for number, row in enumerate(reader, start=2):
-        rows.append((number, {k: escape.csv_uncell(str(row.get(k) or "")) for k in CSV_COLUMNS}))
+        rows.append((number, {k: escape.csv_uncell(str(row.get(k) or "")) for k in NEEDED}))
     return rows
 
 
