@@ -68,6 +68,9 @@ def test_two_graders_pages_one_stale_decision_refused_and_the_other_page_updated
             sam.wait_for_selector(".card")
             lin.keyboard.press("1")  # lin grades the first card (the blank group): item 1
             playwright.expect(lin.locator(".card").first.locator(".state")).to_contain_text("graded")
+            # points for a blank answer are said, not silently taken (item 1 is worth 0.5 of the question's 1)
+            playwright.expect(lin.locator(".card").first.locator(".error")).to_have_text(
+                "warning: this answer is blank, and it now has 0.5 of 1 points")
             sam.keyboard.press("2")  # sam, on a page that still shows it ungraded
             error = sam.locator(".card").first.locator(".error")
             playwright.expect(error).to_contain_text("lin changed dev's answer at")
@@ -77,7 +80,14 @@ def test_two_graders_pages_one_stale_decision_refused_and_the_other_page_updated
             assert sam.locator(".card").first.locator(".items button").first.get_attribute("aria-pressed") == "true"
             sam.keyboard.press("2")  # now against what lin decided: taken
             playwright.expect(sam.locator(".card").first.locator(".state")).to_contain_text("by you")
-            playwright.expect(sam.locator(".card").first.locator(".error")).to_have_text("")
+            playwright.expect(sam.locator(".card").first.locator(".error")).to_contain_text("warning: this answer is blank")
+            # a key moves to the next question, and a rubric item whose points changed is marked so
+            sam.keyboard.press("]")
+            playwright.expect(sam.locator("nav button.current")).to_contain_text("(2 pt)")
+            sam.keyboard.press("[")
+            sam.locator("#rubric input").first.fill("0.25")
+            sam.locator("#rubric input").first.press("Tab")
+            playwright.expect(sam.locator("#rubric li").first).to_contain_text("changed from 0.5 (the lesson's)")
         finally:
             browser.close()
     with Store(out / "review.sqlite") as store:

@@ -359,7 +359,8 @@ def page_data(review: Review) -> str:
     item_points = review.store.item_points(review.lesson.id)
     versions = review.store.versions(review.lesson.id)
     questions = [{"cell": q.cell, "title": q.title, "points": q.points,
-                  "rubric": [{"id": i.id, "points": item_points.get((q.cell, i.id), i.points), "text": i.text}
+                  "rubric": [{"id": i.id, "points": item_points.get((q.cell, i.id), i.points), "default": i.points,
+                              "text": i.text}
                              for i in q.rubric],
                   "groups": [{"key": g.key, "label": g.label,
                               "answers": [{"name": a.name, "text": a.text[:20000], "blank": a.blank,
