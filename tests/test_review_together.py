@@ -94,3 +94,66 @@ def test_two_graders_pages_one_stale_decision_refused_and_the_other_page_updated
         (decision,) = [d for (s, q), d in store.written("inference-scaling").items() if s == "dev"
                        and q == "prediction"]
     assert decision.grader == "sam" and len(decision.items) == 2
+
+
+@pytest.fixture(scope="module")
+def similar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A batch where two students wrote the same idea differently (a typo, case, punctuation)."""
+    from test_review import SAME, _batch, _notebooks
+
+    root = tmp_path_factory.mktemp("similar")
+    answers = {"ada": SAME, "ben": "no both gains come from the same repeated rows so they overlap and dont multply",
+               "cleo": "They will multiply, 0.17 times 0.5.", "dev": None}
+    _batch(_notebooks(root / "in", answers), root / "out")
+    return root / "out"
+
+
+@pytest.mark.kernel
+@pytest.mark.browser
+def test_a_group_of_similar_answers_is_graded_in_one_step_and_a_member_can_be_taken_apart(similar: Path,
+                                                                                         tmp_path: Path) -> None:
+    import json
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    from grader.classroom import review_app
+
+    out = tmp_path / "out"
+    shutil.copytree(similar, out)
+    ready: list[str] = []
+    threading.Thread(target=review_app.serve, args=(out, "lin"), kwargs={"ready": ready.append}, daemon=True).start()
+    for _ in range(200):
+        if ready:
+            break
+        threading.Event().wait(0.05)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(ready[0])
+            group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
+            playwright.expect(group).to_contain_text("ada")
+            playwright.expect(group).to_contain_text("ben")
+            group.locator(".answer").click()  # the card in focus (its text: not a button)
+            page.keyboard.press("1")
+            page.keyboard.press("2")  # one decision, both rubric items, for both students
+            playwright.expect(group.locator(".state")).to_contain_text("graded: 1 of 1 points")
+            playwright.expect(page.locator("nav button").first).to_contain_text("graded 2 of 4")
+            assert page.locator("#threshold").input_value() == "0.6"
+            page.locator("#threshold").fill("1")
+            page.locator("#threshold").press("Enter")  # identical only: ada and ben apart again
+            page.wait_for_url("**threshold=1**")
+            playwright.expect(page.locator(".card", has_text="similar answers")).to_have_count(0)
+            page.locator("#threshold").fill("0.6")
+            page.locator("#threshold").press("Enter")
+            page.wait_for_url("**threshold=0.6**")
+            group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
+            group.locator("button.apart").nth(1).click()  # ben, graded apart from ada
+            playwright.expect(page.locator(".card", has_text="taken out of its group")).to_contain_text("ben")
+        finally:
+            browser.close()
+    ada = json.loads((out / "results" / "ada.json").read_text())
+    (prediction,) = [w for w in ada["manual"]["written"] if w["question"] == "prediction"]
+    assert prediction["points"] == 1.0 and prediction["group"] == {"kind": "similar at 0.6", "with": ["ben"]}

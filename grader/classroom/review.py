@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
 from grader.classroom import review_join, review_store
 from grader.classroom.batch_folder import BatchFolder
+from grader.judge import answer_groups
 from grader.lesson import catalog
 from grader.lesson.written import Question
 from grader.result import gradebook, joining
@@ -47,9 +47,6 @@ class Answer:
     @property
     def blank(self) -> bool:
         return self.untouched or not self.text.strip()
-
-    def group_key(self) -> str:
-        return "blank" if self.blank else "same:" + re.sub(r"\s+", " ", self.text).strip().lower()
 
 
 @dataclass
@@ -116,19 +113,17 @@ class Review:
         except GraderError:
             return ()
 
-    def groups(self, cell: str) -> list[Group]:
-        """The answers to one question in groups: blank or untouched first, then identical ones, then the rest."""
+    def groups(self, cell: str, threshold: float = answer_groups.THRESHOLD) -> list[Group]:
+        """The answers to one question in groups: blank or untouched first, then identical and similar ones
+        (judge/answer_groups.py, at this similarity threshold), then the rest."""
         self.question(cell)
-        by_key: dict[str, Group] = {}
-        for answer in sorted(self.answers[cell].values(), key=lambda a: a.student):
-            key = answer.group_key()
-            label = "blank or left as the handout's prompt" if key == "blank" else "identical answers"
-            by_key.setdefault(key, Group(key, label)).answers.append(answer)
-        grouped = sorted(by_key.values(), key=lambda g: (g.key != "blank", len(g.answers) == 1, g.answers[0].student))
-        for group in grouped:
-            if len(group.answers) == 1 and group.key != "blank":
-                group.label = "answer"
-        return grouped
+        answers = sorted(self.answers[cell].values(), key=lambda a: a.student)
+        found = answer_groups.group([a.text for a in answers], [a.blank for a in answers], threshold)
+        labels = {"blank": "blank or left as the handout's prompt", "identical": "identical answers",
+                  "similar": f"similar answers (at {threshold:g})", "single": "answer"}
+        keys = {"blank": "blank", "identical": "identical", "similar": f"similar at {threshold:g}", "single": ""}
+        return [Group(keys[kind], labels[kind], [answers[i] for i in members])
+                for members, kind in zip(found.groups, found.kinds, strict=True)]
 
     def reread(self) -> None:
         """The decisions as the store holds them now (another grader's too: two pages may grade at once)."""
@@ -145,7 +140,8 @@ class Review:
                        sum(1 for s in answers if s in counted)) for cell, answers in self.answers.items()}
 
     def decide(self, cell: str, students: list[str], items: list[str], comment: str = "",
-               points: float | None = None, grader: str | None = None, seen: dict[str, int] | None = None) -> float:
+               points: float | None = None, grader: str | None = None, seen: dict[str, int] | None = None,
+               grouping: str = "") -> float:
         """Grade one answer or a group: rubric items (or points outright); saved, then joined into each grade.
         Returns the points each of them now has for this question. `seen`: the answers' versions the page showed
         (review_store.Store.decide refuses a decision on an answer someone decided since)."""
@@ -161,7 +157,8 @@ class Review:
             raise GraderError(f"{spelling.score(points)} points is outside question {cell!r}'s range 0 to "
                               f"{spelling.score(question.points)}")
         decision = WrittenGrade(cell, tuple(dict.fromkeys(items)), None if items else points, question.points,
-                                _plain(comment, 4000), _plain(grader or self.grader, 200), review_store.now())
+                                _plain(comment, 4000), _plain(grader or self.grader, 200), review_store.now(),
+                                _plain(grouping, 60) if len(students) > 1 else "")
         self.store.decide(self.lesson.id, students, decision, seen)
         for student in students:
             self.answers[cell][student].decision = decision
@@ -353,8 +350,9 @@ def _shown(a: Answer, versions: dict[tuple[str, str], int], cell: str) -> dict[s
             "version": versions.get((a.student, cell), 0)}
 
 
-def page_data(review: Review) -> str:
-    """What the page's script starts from, as JSON (escaped for a <script> element), as the store holds it now."""
+def page_data(review: Review, threshold: float = answer_groups.THRESHOLD) -> str:
+    """What the page's script starts from, as JSON (escaped for a <script> element), as the store holds it now;
+    the answers grouped at this similarity threshold."""
     review.reread()
     item_points = review.store.item_points(review.lesson.id)
     versions = review.store.versions(review.lesson.id)
@@ -365,8 +363,8 @@ def page_data(review: Review) -> str:
                   "groups": [{"key": g.key, "label": g.label,
                               "answers": [{"name": a.name, "text": a.text[:20000], "blank": a.blank,
                                            **_shown(a, versions, q.cell)} for a in g.answers]}
-                             for g in review.groups(q.cell)]}
+                             for g in review.groups(q.cell, threshold)]}
                  for q in review.lesson.written]
     data = {"lesson": review.lesson.id, "title": review.lesson.title, "questions": questions,
-            "progress": review.progress(), "since": review.store.latest()}
+            "progress": review.progress(), "since": review.store.latest(), "threshold": threshold}
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

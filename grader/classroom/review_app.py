@@ -26,6 +26,7 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.classroom.review import Review, changes as review_changes, page_data
 from grader.classroom.review_store import Stale
+from grader.judge import answer_groups
 
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 REFRESH_AFTER = 2.0
@@ -71,15 +72,20 @@ class _Served:
 
         if not self.allowed(request):
             return PlainTextResponse("open the address `grader review` printed (it carries the token)", 403)
-        data = await asyncio.to_thread(self._page_data)
+        asked = request.query_params.get("threshold", "")
+        try:
+            threshold = min(1.0, max(0.05, float(asked))) if asked else answer_groups.THRESHOLD
+        except ValueError:
+            threshold = answer_groups.THRESHOLD
+        data = await asyncio.to_thread(self._page_data, threshold)
         html = render.environment().get_template("review.html.j2").render(data=data, token=self.token,
                                                                           lesson=self.review.lesson)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": "default-src 'self'; "
                                                            "script-src 'unsafe-inline'; style-src 'unsafe-inline'"}))
 
-    def _page_data(self) -> str:
+    def _page_data(self, threshold: float) -> str:
         with self.lock:
-            return page_data(self.review)
+            return page_data(self.review, threshold)
 
     async def report(self, request: Any) -> Any:
         from starlette.responses import HTMLResponse, PlainTextResponse
@@ -158,7 +164,8 @@ def _apply(review: Review, lock: threading.Lock, what: str, body: dict[str, Any]
         if what == "decide":
             raw = body.get("points")
             points = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
-            got = review.decide(cell, students, names("items"), text("comment"), points, seen=_seen(body))
+            got = review.decide(cell, students, names("items"), text("comment"), points, seen=_seen(body),
+                                grouping=text("grouping"))
             return {"points": got, "progress": review.progress(), "versions": _versions(review, cell, students)}
         if what == "clear":
             review.clear(cell, students, _seen(body))

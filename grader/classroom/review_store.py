@@ -54,6 +54,8 @@ class Store:
             self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
+            if "grouping" not in {row[1] for row in self.db.execute("PRAGMA table_info(written)")}:
+                self.db.execute("ALTER TABLE written ADD COLUMN grouping TEXT")  # a store of an earlier version
         except sqlite3.DatabaseError as err:
             raise GraderError(f"{path} is not the review's database ({err})") from None
 
@@ -85,9 +87,12 @@ class Store:
         with self._writing():
             self._fresh(lesson, students, decision.question, seen)
             for student in students:
-                self.db.execute("INSERT OR REPLACE INTO written VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                grouping = json.dumps({"kind": decision.grouping, "with": [s for s in students if s != student]}) \
+                    if decision.grouping else None
+                self.db.execute("INSERT OR REPLACE INTO written (lesson, student, question, items, points, comment, "
+                                "grader, at, grouping) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 (lesson, student, decision.question, json.dumps(list(decision.items)), decision.points,
-                                 decision.comment, decision.grader, decision.at))
+                                 decision.comment, decision.grader, decision.at, grouping))
                 self._log(decision.grader, decision.at, lesson, student, f"written {decision.question}",
                           {"items": list(decision.items), "points": decision.points, "comment": decision.comment})
         return {student: self.version(lesson, student, decision.question) for student in students}
@@ -170,10 +175,14 @@ class Store:
 
     def written(self, lesson: str) -> dict[tuple[str, str], WrittenGrade]:
         """Every decision on a written answer: (student, question) -> decision."""
-        rows = self.db.execute("SELECT student, question, items, points, comment, grader, at FROM written "
+        rows = self.db.execute("SELECT student, question, items, points, comment, grader, at, grouping FROM written "
                                "WHERE lesson=?", (lesson,))
-        return {(student, question): WrittenGrade(question, tuple(json.loads(items)), points, 0.0, comment, grader, at)
-                for student, question, items, points, comment, grader, at in rows}
+        found = {}
+        for student, question, items, points, comment, grader, at, grouping in rows:
+            group = json.loads(grouping) if grouping else {}
+            found[(student, question)] = WrittenGrade(question, tuple(json.loads(items)), points, 0.0, comment, grader,
+                                                      at, str(group.get("kind") or ""), tuple(group.get("with") or ()))
+        return found
 
     def decisions(self, lesson: Lesson, student: str, extension_days: float = 0.0) -> Decisions:
         """What was decided for one student, ready to join with their result (joining.joined)."""

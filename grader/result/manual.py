@@ -33,17 +33,26 @@ class WrittenGrade:
     comment: str = ""
     grader: str = ""
     at: str = ""
+    grouping: str = ""
+    """How the answer was graded with others, where it was: `blank`, `identical` or `similar at 0.6` (the review's
+    grouping and its threshold); "" when it was graded alone."""
+    together: tuple[str, ...] = ()
+    """The other students one decision graded with this one."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "items": list(self.items), "points": self.points,
+        data = {"question": self.question, "items": list(self.items), "points": self.points,
                 "max_points": self.max_points, "comment": self.comment, "grader": self.grader, "at": self.at}
+        return data | ({"group": {"kind": self.grouping, "with": list(self.together)}} if self.grouping else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WrittenGrade:
         points = data.get("points")
+        raw = data.get("group")
+        group: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         return cls(str(data.get("question", "")), tuple(str(i) for i in data.get("items") or ()),
                    float(points) if isinstance(points, (int, float)) else None, float(data.get("max_points") or 0.0),
-                   str(data.get("comment") or ""), str(data.get("grader") or ""), str(data.get("at") or ""))
+                   str(data.get("comment") or ""), str(data.get("grader") or ""), str(data.get("at") or ""),
+                   str(group.get("kind") or ""), tuple(str(s) for s in group.get("with") or ()))
 
 
 @dataclass(frozen=True)
