@@ -120,10 +120,10 @@ def test_a_group_of_similar_answers_is_graded_in_one_step_and_a_member_can_be_ta
         pytest.skip("Debian's chromium is not installed")
     from grader.classroom import review_app
 
-    out = tmp_path / "out"
-    shutil.copytree(similar, out)
+    copy = tmp_path / "out"
+    shutil.copytree(similar, copy)
     ready: list[str] = []
-    threading.Thread(target=review_app.serve, args=(out, "lin"), kwargs={"ready": ready.append}, daemon=True).start()
+    threading.Thread(target=review_app.serve, args=(copy, "lin"), kwargs={"ready": ready.append}, daemon=True).start()
     for _ in range(200):
         if ready:
             break
@@ -154,6 +154,6 @@ def test_a_group_of_similar_answers_is_graded_in_one_step_and_a_member_can_be_ta
             playwright.expect(page.locator(".card", has_text="taken out of its group")).to_contain_text("ben")
         finally:
             browser.close()
-    ada = json.loads((out / "results" / "ada.json").read_text())
+    ada = json.loads((copy / "results" / "ada.json").read_text())
     (prediction,) = [w for w in ada["manual"]["written"] if w["question"] == "prediction"]
     assert prediction["points"] == 1.0 and prediction["group"] == {"kind": "similar at 0.6", "with": ["ben"]}
