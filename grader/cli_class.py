@@ -179,7 +179,7 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
 @click.command("review")
 @click.argument("out_dir", metavar="OUTDIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--export", "export_path", type=FILE, help="Write the written questions' grades to this CSV "
-              "(student,question,points,max_points,rubric,comment,grader) and stop.")
+              "(student,name,question,answer,points,max_points,rubric,comment,grader) and stop.")
 @click.option("--import", "import_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Take the grades back from a filled export (rubric items decide the points where given); "
                    "a bad row changes nothing.")
@@ -189,13 +189,17 @@ def gradescope_run_cmd(root: Path, lesson_id: str) -> None:
 @click.option("--grader", "grader_name", default=lambda: os.environ.get("USER") or "instructor", show_default="$USER",
               help="Who decides (kept with every decision).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: any free one).")
+@click.option("--second", is_flag=True, help="Grade the course's sample a second time, blind (course.toml: "
+                                             "[lessons.<id>.review] double_percent); the agreement shows on the page.")
 def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None, override: tuple[str, str, str] | None,
-               reason: str, grader_name: str, port: int) -> None:
+               reason: str, grader_name: str, port: int, second: bool) -> None:
     """Grade the written answers of a batch by rubric in the browser (OUTDIR: the batch's --out), or through a CSV;
     override an exercise's score with a reason. Every decision joins the student's grade, re-signed."""
     from grader.classroom import review, review_app
 
     if export_path or import_path or override:
+        if second:
+            raise GraderError("--second grades on the page only (not with --export, --import or --override)")
         opened = review.Review(out_dir, grader_name)
         try:
             if override:
@@ -210,8 +214,10 @@ def review_cmd(out_dir: Path, export_path: Path | None, import_path: Path | None
         finally:
             opened.close()
         return
-    review_app.serve(out_dir, grader_name, port, ready=lambda url: echo(f"review {out_dir}: open {url}\n(Ctrl-C stops "
-                                                                         "it; every decision is saved as it is made)"))
+    what = "second grading (blind) of" if second else "review"
+    review_app.serve(out_dir, grader_name, port, second=second,
+                     ready=lambda url: echo(f"{what} {out_dir}: open {url}\n(Ctrl-C stops it; every decision is saved as "
+                                            "it is made)"))
 
 
 def _score(text: str) -> float:

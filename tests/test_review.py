@@ -311,7 +311,8 @@ def test_review_page_grades_by_keyboard_groups_and_keeps_decisions_after_a_reloa
 
 @pytest.mark.kernel
 def test_two_graders_at_once_keep_both_decisions_with_who_and_when(out):
-    from grader.classroom.review import Review, page_data
+    from grader.classroom.review import Review
+    from grader.classroom.review_app import page_data
 
     first, second = Review(out, "ta1"), Review(out, "ta2")
     try:
@@ -392,7 +393,8 @@ def test_a_regrade_of_the_autograded_part_keeps_the_instructors_part(out, batch)
 def test_what_a_student_wrote_cannot_end_the_pages_script_and_a_linked_store_is_refused(out, tmp_path):
     from grader.base.errors import GraderError
     from grader.classroom.batch_folder import BatchFolder
-    from grader.classroom.review import Review, page_data
+    from grader.classroom.review import Review
+    from grader.classroom.review_app import page_data
 
     hostile = "</script><script>alert(1)</script> & <!-- \u2028"
     path = out / "results" / "cleo.json"

@@ -157,3 +157,96 @@ def test_a_group_of_similar_answers_is_graded_in_one_step_and_a_member_can_be_ta
     ada = json.loads((copy / "results" / "ada.json").read_text())
     (prediction,) = [w for w in ada["manual"]["written"] if w["question"] == "prediction"]
     assert prediction["points"] == 1.0 and prediction["group"] == {"kind": "similar at 0.6", "with": ["ben"]}
+
+
+def test_agreement_per_item_and_on_the_points_is_cohens_kappa_as_computed_by_hand() -> None:
+    from grader.judge import agreement
+    from grader.lesson import catalog
+
+    lesson = catalog.get("inference-scaling")
+    first = {(s, "prediction"): _decision("Lin", items) for s, items in
+             (("ada", ("no-overlap", "reason")), ("ben", ("no-overlap", "reason")), ("cleo", ()), ("dev", ()))}
+    second = {(s, "prediction"): _decision("Sam", items) for s, items in
+              (("ada", ("no-overlap", "reason")), ("ben", ("no-overlap",)), ("cleo", ()), ("dev", ()))}
+    found = agreement.measure(lesson.written, first, second, lambda d: 0.5 * len(d.items))
+    by_item = {i.item: (i.agreed, i.answers, i.kappa) for i in found.items}
+    # no-overlap: both graders 1,1,0,0: full agreement. reason: 1,1,0,0 against 1,0,0,0: po = 3/4, chance
+    # pe = 1/2 * 1/4 + 1/2 * 3/4 = 1/2, kappa = (3/4 - 1/2) / (1 - 1/2) = 1/2
+    assert by_item == {"no-overlap": (4, 4, 1.0), "reason": (3, 4, 0.5)}
+    # points 1,1,0,0 against 1,0.5,0,0: po = 3/4; pe = 1/2 * 1/4 (1) + 1/2 * 1/2 (0) + 0 * 1/4 (0.5) = 3/8;
+    # kappa = (3/4 - 3/8) / (5/8) = 3/5
+    assert found.points_kappa == 0.6
+    (settle,) = found.disagreements
+    assert (settle.student, settle.first, settle.second) == ("ben", "no-overlap, reason (1 points)",
+                                                             "no-overlap (0.5 points)")
+    # the sample is repeatable and about the share asked for
+    names = [f"s{i:04d}" for i in range(2000)]
+    picked = [n for n in names if agreement.sampled("inference-scaling", n, 10)]
+    assert picked == [n for n in names if agreement.sampled("inference-scaling", n, 10)]
+    assert 160 <= len(picked) <= 240 and not any(agreement.sampled("inference-scaling", n, 0) for n in names)
+
+
+@pytest.mark.kernel
+@pytest.mark.browser
+def test_a_sample_graded_twice_blind_shows_the_agreement_on_the_page(out: Path, course_key_module: Path) -> None:  # noqa: F811
+    import json
+    import time
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    from grader.classroom import review_app
+    from grader.classroom.review import Review
+
+    toml = course_key_module.parent / "course.toml"
+    toml.write_text(toml.read_text() + "[lessons.inference-scaling.review]\ndouble_percent = 100\n")
+    first = Review(out, "lin")
+    try:  # the first grading, as lin decided it
+        first.decide("prediction", ["ada", "ben"], ["no-overlap", "reason"])
+        first.decide("prediction", ["cleo"], [], points=0.0)
+        first.decide("prediction", ["dev"], [], points=0.0)
+    finally:
+        first.close()
+    urls = {}
+    for grader, second in (("sam", True), ("lin", False)):
+        ready: list[str] = []
+        threading.Thread(target=review_app.serve, args=(out, grader), kwargs={"ready": ready.append, "second": second},
+                         daemon=True).start()
+        for _ in range(200):
+            if ready:
+                break
+            threading.Event().wait(0.05)
+        urls[grader] = ready[0]
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            sam = browser.new_page()
+            sam.goto(urls["sam"])
+            playwright.expect(sam.locator("#second-note")).to_be_visible()
+            cards = sam.locator(".card")
+            playwright.expect(cards).to_have_count(4)  # each answer on its own, lin's decisions hidden
+            for i in range(4):
+                playwright.expect(cards.nth(i).locator(".state")).to_have_text("not graded")
+            for keys in (("1", "2"), ("1",), ("1", "1"), ("1", "1")):  # ada both items, ben one, cleo and dev none
+                for key in keys:
+                    sam.keyboard.press(key)
+                sam.keyboard.press("j")
+            playwright.expect(cards.nth(3).locator(".state")).to_contain_text("graded: 0 of 1")
+            lin = browser.new_page()
+            lin.goto(urls["lin"])
+            box = lin.locator("#agreement")
+            playwright.expect(box).to_contain_text("4 answers graded twice · Cohen's kappa on the points: 0.6")
+            playwright.expect(box.locator("tr", has_text="reason")).to_contain_text("3 of 40.5")
+            playwright.expect(box).to_contain_text("To settle: 1")
+            playwright.expect(box).to_contain_text("ben, prediction: lin gave no-overlap, reason (1 points); sam gave "
+                                                   "no-overlap (0.5 points)")
+        finally:
+            browser.close()
+    deadline = time.monotonic() + 20
+    while not (out / "agreement.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)  # the second page's server writes the class's files a moment after its last decision
+    assert json.loads((out / "agreement.json").read_text())["points_kappa"] == 0.6
+    assert "Graders' agreement" in (out / "index.html").read_text()
+    ada = json.loads((out / "results" / "ada.json").read_text())  # the second grading changed no grade
+    assert [w["grader"] for w in ada["manual"]["written"] if w["question"] == "prediction"] == ["lin"]

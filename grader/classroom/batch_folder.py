@@ -12,6 +12,7 @@ update:
     index.html  similarity.html the dashboard; similar submissions
     roster.csv  course.json     the roster a batch was given; the course that grades the folder
     review.sqlite               the instructor's decisions on written answers
+    agreement.json              how far two graders agreed on the answers graded twice
     unpacked/   profile.json    a zip's safe unpacking; a profiled batch's phases
     received/<sha256>/<name>    the submission service's received files, by digest
 
@@ -132,6 +133,10 @@ class BatchFolder:
     @property
     def review_store(self) -> Path:
         return self.root / "review.sqlite"
+
+    @property
+    def agreement(self) -> Path:
+        return self.root / "agreement.json"
 
     @property
     def unpacked(self) -> Path:

@@ -26,8 +26,8 @@ from grader.base import escape, files, spelling
 from grader.base.errors import GraderError
 from grader.classroom import review_join, review_store
 from grader.classroom.batch_folder import BatchFolder
-from grader.judge import answer_groups
-from grader.lesson import catalog
+from grader.judge import agreement, answer_groups
+from grader.lesson import catalog, course
 from grader.lesson.written import Question
 from grader.result import gradebook, joining
 from grader.result.manual import Override, WrittenGrade
@@ -61,8 +61,11 @@ class Group:
 class Review:
     """One batch folder under review: its lesson, its students' written answers and the decisions so far."""
 
-    def __init__(self, out: Path, grader: str = "") -> None:
+    def __init__(self, out: Path, grader: str = "", second: bool = False) -> None:
         self.folder = BatchFolder(Path(out))
+        self.second = second
+        """A second, blind grading of the course's sample (judge/agreement.py): the first decisions hidden, each
+        answer alone, nothing joined into a grade."""
         self.out = self.folder.root
         if not self.folder.is_batch():
             raise GraderError(f"{self.out} holds no gradebook: run `grader batch ... --out {self.out}` first")
@@ -81,6 +84,13 @@ class Review:
             raise
         self.members = review_join.members_of(self.folder)
         self.graded = {row["student"]: row for row in rows if row.get("status") == "graded"}
+        if second:
+            percent = course.current().policy(self.lesson.id).double_percent
+            self.graded = {s: row for s, row in self.graded.items() if agreement.sampled(self.lesson.id, s, percent)}
+            if not self.graded:
+                self.close()
+                raise GraderError(f"no answer of {self.lesson.id} is sampled to be graded twice: set [lessons."
+                                  f"{self.lesson.id}.review] double_percent in course.toml (now {percent:g})")
         self.answers = self._read_answers()
 
     def close(self) -> None:
@@ -96,7 +106,7 @@ class Review:
 
     def _read_answers(self) -> dict[str, dict[str, Answer]]:
         """question -> student -> answer, from each graded student's recorded result."""
-        decided = self.store.written(self.lesson.id)
+        decided = self.decided()
         found: dict[str, dict[str, Answer]] = {q.cell: {} for q in self.lesson.written}
         for student, row in self.graded.items():
             said = {e.cell_id: e for e in self._explanations(student)}
@@ -118,6 +128,8 @@ class Review:
         (judge/answer_groups.py, at this similarity threshold), then the rest."""
         self.question(cell)
         answers = sorted(self.answers[cell].values(), key=lambda a: a.student)
+        if self.second:  # a second grading judges each answer on its own
+            return [Group("", "answer", [a]) for a in answers]
         found = answer_groups.group([a.text for a in answers], [a.blank for a in answers], threshold)
         labels = {"blank": "blank or left as the handout's prompt", "identical": "identical answers",
                   "similar": f"similar answers (at {threshold:g})", "single": "answer"}
@@ -125,9 +137,14 @@ class Review:
         return [Group(keys[kind], labels[kind], [answers[i] for i in members])
                 for members, kind in zip(found.groups, found.kinds, strict=True)]
 
+    def decided(self) -> dict[tuple[str, str], WrittenGrade]:
+        """The decisions this review shows: the grades' (first) ones, or a blind second grading's own."""
+        return self.store.second(self.lesson.id) if self.second else self.store.written(self.lesson.id)
+
     def reread(self) -> None:
-        """The decisions as the store holds them now (another grader's too: two pages may grade at once)."""
-        decided = self.store.written(self.lesson.id)
+        """The decisions as the store holds them now (another grader's too: two pages may grade at once); a second
+        grading's own, never the first's."""
+        decided = self.decided()
         for cell, answers in self.answers.items():
             for student, answer in answers.items():
                 answer.decision = decided.get((student, cell))
@@ -159,6 +176,11 @@ class Review:
         decision = WrittenGrade(cell, tuple(dict.fromkeys(items)), None if items else points, question.points,
                                 _plain(comment, 4000), _plain(grader or self.grader, 200), review_store.now(),
                                 _plain(grouping, 60) if len(students) > 1 else "")
+        if self.second:
+            for student in students:
+                self.store.decide_second(self.lesson.id, student, decision)
+                self.answers[cell][student].decision = decision
+            return joining.written_points(self.lesson, decision, self.store.item_points(self.lesson.id))
         self.store.decide(self.lesson.id, students, decision, seen)
         for student in students:
             self.answers[cell][student].decision = decision
@@ -167,6 +189,8 @@ class Review:
 
     def clear(self, cell: str, students: list[str], seen: dict[str, int] | None = None) -> None:
         self.question(cell)
+        if self.second:
+            raise GraderError("a second grading is changed by deciding again, not cleared")
         self.store.clear(self.lesson.id, students, cell, self.grader, seen)
         for student in students:
             if student in self.answers[cell]:
@@ -217,9 +241,21 @@ class Review:
         sealed = review_join.student(self.folder, self.lesson, student, self.store, self.members, self.book)
         self.graded[student] = gradebook.summary(sealed)
 
+    def agreement(self) -> agreement.Agreement | None:
+        """The graders' agreement on the answers graded twice (None before any second decision)."""
+        second = self.store.second(self.lesson.id)
+        if not second:
+            return None
+        points = self.store.item_points(self.lesson.id)
+        return agreement.measure(self.lesson.written, self.store.written(self.lesson.id), second,
+                                 lambda d: joining.written_points(self.lesson, d, points))
+
     def refresh(self) -> None:
-        """grades.csv and the dashboard, as the decisions now stand."""
-        review_join.class_files(self.folder, self.lesson, self.book, self.members)
+        """grades.csv and the dashboard, as the decisions now stand; the graders' agreement beside them."""
+        found = self.agreement()
+        if found is not None:
+            files.write_text(self.folder.agreement, json.dumps(found.to_dict(), indent=1) + "\n")
+        review_join.class_files(self.folder, self.lesson, self.book, self.members, agreement=found)
 
 # ---- the spreadsheet path: `grader review OUT --export FILE` and `--import FILE` ----
 
@@ -325,46 +361,3 @@ def _plain(text: str, limit: int) -> str:
     """A grader's words as they will be shown everywhere (reports, CSV, a platform's comments, a terminal): control
     characters made visible text, never obeyed, and a bounded length."""
     return escape.terminal(text[:limit])
-
-
-def changes(review: Review, since: int) -> dict[str, object]:
-    """The answers decided or cleared (by any grader, on any page) since the log's row `since`, as the page shows
-    them; the answers kept in memory follow, and so does each changed grade."""
-    latest, changed = review.store.changes(review.lesson.id, since)
-    decided = review.store.written(review.lesson.id)
-    versions = review.store.versions(review.lesson.id)
-    shown = []
-    for student, cell in changed:
-        answer = review.answers.get(cell, {}).get(student)
-        if answer is None:
-            continue
-        answer.decision = decided.get((student, cell))
-        shown.append({"question": cell, **_shown(answer, versions, cell)})
-    return {"since": latest, "answers": shown, "progress": review.progress()}
-
-
-def _shown(a: Answer, versions: dict[tuple[str, str], int], cell: str) -> dict[str, object]:
-    d = a.decision
-    return {"student": a.student, "items": list(d.items) if d else None, "points": d.points if d else None,
-            "comment": d.comment if d else "", "grader": d.grader if d else "", "at": d.at if d else "",
-            "version": versions.get((a.student, cell), 0)}
-
-
-def page_data(review: Review, threshold: float = answer_groups.THRESHOLD) -> str:
-    """What the page's script starts from, as JSON (escaped for a <script> element), as the store holds it now;
-    the answers grouped at this similarity threshold."""
-    review.reread()
-    item_points = review.store.item_points(review.lesson.id)
-    versions = review.store.versions(review.lesson.id)
-    questions = [{"cell": q.cell, "title": q.title, "points": q.points,
-                  "rubric": [{"id": i.id, "points": item_points.get((q.cell, i.id), i.points), "default": i.points,
-                              "text": i.text}
-                             for i in q.rubric],
-                  "groups": [{"key": g.key, "label": g.label,
-                              "answers": [{"name": a.name, "text": a.text[:20000], "blank": a.blank,
-                                           **_shown(a, versions, q.cell)} for a in g.answers]}
-                             for g in review.groups(q.cell, threshold)]}
-                 for q in review.lesson.written]
-    data = {"lesson": review.lesson.id, "title": review.lesson.title, "questions": questions,
-            "progress": review.progress(), "since": review.store.latest(), "threshold": threshold}
-    return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import secrets
 import threading
 from collections.abc import AsyncIterator
@@ -24,7 +25,7 @@ from typing import Any
 
 from grader.base import files
 from grader.base.errors import GraderError
-from grader.classroom.review import Review, changes as review_changes, page_data
+from grader.classroom.review import Answer, Review
 from grader.classroom.review_store import Stale
 from grader.judge import answer_groups
 
@@ -108,7 +109,7 @@ class _Served:
 
     def _changes(self, since: int) -> dict[str, Any]:
         with self.lock:
-            return review_changes(self.review, since)
+            return changes(self.review, since)
 
     async def change(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -192,13 +193,14 @@ def _versions(review: Review, cell: str, students: list[str]) -> dict[str, int]:
     return {s: review.store.version(review.lesson.id, s, cell) for s in students}
 
 
-def serve(out: Path, grader: str, port: int = 0, ready: Any = None) -> None:
-    """Serve the review of `out` on 127.0.0.1 until interrupted; `ready(url)` is called with the address."""
+def serve(out: Path, grader: str, port: int = 0, ready: Any = None, second: bool = False) -> None:
+    """Serve the review of `out` on 127.0.0.1 until interrupted; `ready(url)` is called with the address;
+    `second`: the blind second grading of the course's sample."""
     import socket
 
     import uvicorn
 
-    review = Review(out, grader)
+    review = Review(out, grader, second)
     token = secrets.token_urlsafe(24)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -212,3 +214,52 @@ def serve(out: Path, grader: str, port: int = 0, ready: Any = None) -> None:
         server.run(sockets=[sock])
     finally:
         review.close()
+
+
+def changes(review: Review, since: int) -> dict[str, object]:
+    """The answers decided or cleared (by any grader, on any page) since the log's row `since`, as the page shows
+    them; the answers kept in memory follow, and so does each changed grade."""
+    latest, changed = review.store.changes(review.lesson.id, since, "second" if review.second else "written")
+    decided = review.decided()
+    versions = review.store.versions(review.lesson.id)
+    shown = []
+    for student, cell in changed:
+        answer = review.answers.get(cell, {}).get(student)
+        if answer is None:
+            continue
+        answer.decision = decided.get((student, cell))
+        shown.append({"question": cell, **_shown(answer, versions, cell)})
+    return {"since": latest, "answers": shown, "progress": review.progress()}
+
+
+def _shown(a: Answer, versions: dict[tuple[str, str], int], cell: str) -> dict[str, object]:
+    d = a.decision
+    return {"student": a.student, "items": list(d.items) if d else None, "points": d.points if d else None,
+            "comment": d.comment if d else "", "grader": d.grader if d else "", "at": d.at if d else "",
+            "version": versions.get((a.student, cell), 0)}
+
+
+def _agreement(review: Review) -> dict[str, Any] | None:
+    found = None if review.second else review.agreement()
+    return found.to_dict() if found is not None else None
+
+
+def page_data(review: Review, threshold: float = answer_groups.THRESHOLD) -> str:
+    """What the page's script starts from, as JSON (escaped for a <script> element), as the store holds it now;
+    the answers grouped at this similarity threshold."""
+    review.reread()
+    item_points = review.store.item_points(review.lesson.id)
+    versions = review.store.versions(review.lesson.id)
+    questions = [{"cell": q.cell, "title": q.title, "points": q.points,
+                  "rubric": [{"id": i.id, "points": item_points.get((q.cell, i.id), i.points), "default": i.points,
+                              "text": i.text}
+                             for i in q.rubric],
+                  "groups": [{"key": g.key, "label": g.label,
+                              "answers": [{"name": a.name, "text": a.text[:20000], "blank": a.blank,
+                                           **_shown(a, versions, q.cell)} for a in g.answers]}
+                             for g in review.groups(q.cell, threshold)]}
+                 for q in review.lesson.written]
+    data = {"lesson": review.lesson.id, "title": review.lesson.title, "questions": questions,
+            "progress": review.progress(), "since": review.store.latest(), "threshold": threshold,
+            "second": review.second, "agreement": _agreement(review)}
+    return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -96,7 +96,7 @@ def absent(members: class_list.Roster | None, latest: list[dict[str, Any]], less
 
 
 def class_files(out: BatchFolder, lesson: Lesson, book: gradebook.Gradebook, members: class_list.Roster | None,
-                moved: Any = None, similar: Any = None) -> list[dict[str, Any]]:
+                moved: Any = None, similar: Any = None, agreement: Any = None) -> list[dict[str, Any]]:
     """grades.csv and the dashboard from the gradebook's rows as they are now; returns the roster's absent
     students. `similar`: the batch's similarity report (computed here when not given)."""
     from grader.classroom import similarity
@@ -106,5 +106,5 @@ def class_files(out: BatchFolder, lesson: Lesson, book: gradebook.Gradebook, mem
     gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], out.grades_csv, missing,
                         tuple(q.cell for q in lesson.written))
     similar = similar if similar is not None else similarity.of_batch(out, lesson)
-    files.write_text(out.dashboard, render.dashboard_html(latest, lesson, missing, moved, similar))
+    files.write_text(out.dashboard, render.dashboard_html(latest, lesson, missing, moved, similar, agreement))
     return missing

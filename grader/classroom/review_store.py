@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS overrides (lesson TEXT, student TEXT, exercise TEXT, 
 CREATE TABLE IF NOT EXISTS item_points (lesson TEXT, question TEXT, item TEXT, points REAL, grader TEXT, at TEXT,
                                         PRIMARY KEY (lesson, question, item));
 CREATE TABLE IF NOT EXISTS log (at TEXT, grader TEXT, lesson TEXT, student TEXT, what TEXT, detail TEXT);
+CREATE TABLE IF NOT EXISTS second (lesson TEXT, student TEXT, question TEXT, items TEXT, points REAL, comment TEXT,
+                                   grader TEXT, at TEXT, PRIMARY KEY (lesson, student, question));
 """
 
 
@@ -97,6 +99,22 @@ class Store:
                           {"items": list(decision.items), "points": decision.points, "comment": decision.comment})
         return {student: self.version(lesson, student, decision.question) for student in students}
 
+    def decide_second(self, lesson: str, student: str, decision: WrittenGrade) -> None:
+        """A second, blind decision on a sampled answer: kept apart, never joined into the grade."""
+        with self._writing():
+            self.db.execute("INSERT OR REPLACE INTO second VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (lesson, student, decision.question, json.dumps(list(decision.items)), decision.points,
+                             decision.comment, decision.grader, decision.at))
+            self._log(decision.grader, decision.at, lesson, student, f"second {decision.question}",
+                      {"items": list(decision.items), "points": decision.points})
+
+    def second(self, lesson: str) -> dict[tuple[str, str], WrittenGrade]:
+        """Every second decision: (student, question) -> decision."""
+        rows = self.db.execute("SELECT student, question, items, points, comment, grader, at FROM second "
+                               "WHERE lesson=?", (lesson,))
+        return {(student, question): WrittenGrade(question, tuple(json.loads(items)), points, 0.0, comment, grader, at)
+                for student, question, items, points, comment, grader, at in rows}
+
     def version(self, lesson: str, student: str, question: str) -> int:
         """An answer's version: the log's row of its latest decision or clearing (0: never decided)."""
         row = self.db.execute("SELECT MAX(rowid) FROM log WHERE lesson=? AND student=? AND what IN (?, ?)",
@@ -122,12 +140,13 @@ class Store:
                 raise Stale(f"{grader or 'someone'} changed {student}'s answer at {when} (UTC) since your page "
                             "showed it: reload")
 
-    def changes(self, lesson: str, since: int) -> tuple[int, list[tuple[str, str]]]:
-        """(the log's latest row, the (student, question) of each written answer decided or cleared after `since`)."""
+    def changes(self, lesson: str, since: int, kind: str = "written") -> tuple[int, list[tuple[str, str]]]:
+        """(the log's latest row, the (student, question) of each written answer decided or cleared after `since`;
+        `kind` "second": a blind second grading's decisions instead, and only those)."""
         rows = self.db.execute("SELECT rowid, student, what FROM log WHERE lesson=? AND rowid > ? ORDER BY rowid",
                                (lesson, since)).fetchall()
-        changed = [(student, what.split(" ", 1)[1]) for _, student, what in rows
-                   if what.startswith(("written ", "cleared "))]
+        kinds = ("second ",) if kind == "second" else ("written ", "cleared ")
+        changed = [(student, what.split(" ", 1)[1]) for _, student, what in rows if what.startswith(kinds)]
         return max(self.latest(), since), list(dict.fromkeys(changed))
 
     def latest(self) -> int:

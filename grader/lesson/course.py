@@ -1,7 +1,7 @@
 """The course: a folder that holds what grades it.
 
     course.toml      the course's name, its time zone and its policy per lesson ([lessons.<id>]: due, late,
-                     variants, submissions)
+                     variants, submissions, review)
     lessons/ solutions/ templates/
     private/         (0700) the course key, its secret and which lessons it grades per student; never packaged
                      into a handout, a result or a portfolio
@@ -49,8 +49,11 @@ _SUBMISSIONS = {"type": "object", "additionalProperties": False,
                                "max_bytes": {"type": "integer", "minimum": 1024},
                                "before_due": {"enum": list(FEEDBACK)}, "after_due": {"enum": list(FEEDBACK)},
                                "send_grades": {"type": "boolean"}}}
+_REVIEW = {"type": "object", "additionalProperties": False,
+           "properties": {"double_percent": {"type": "number", "minimum": 0, "maximum": 100}}}
 _LESSON = {"type": "object", "additionalProperties": False,
-           "properties": {"due": _WHEN, "late": _LATE, "variants": {"type": "boolean"}, "submissions": _SUBMISSIONS}}
+           "properties": {"due": _WHEN, "late": _LATE, "variants": {"type": "boolean"}, "submissions": _SUBMISSIONS,
+                          "review": _REVIEW}}
 SHAPE = Shape({"type": "object", "additionalProperties": False, "required": ["name", "timezone"],
                "properties": {"name": _TEXT, "timezone": _TEXT,
                               "lessons": {"type": "object", "additionalProperties": _LESSON}}}, draft="7")
@@ -121,6 +124,9 @@ class LessonPolicy:
     """Numbers of one's own per student: True, False, or None where course.toml does not say (then the course's
     record of a `release --variants` decides)."""
     submissions: Submissions = field(default_factory=Submissions)
+    double_percent: float = 0.0
+    """The share of written answers graded a second time, blind, to measure the graders' agreement
+    (`[lessons.<id>.review] double_percent`)."""
 
     def days_late(self, marked_late: bool, submitted_at: str = "", extension_days: float = 0.0) -> float:
         """Whole days late (a part of a day counts): from the submission time where one is known and the lesson has
@@ -140,7 +146,8 @@ class LessonPolicy:
         limits = (f"cooldown {sub.cooldown_minutes:g} min, "
                   + (f"at most {sub.max_graded} graded, " if sub.max_graded else "")
                   + f"feedback {sub.before_due} before the due date and {sub.after_due} after")
-        return f"{due}; {late}; {per_student}; submissions: {limits}"
+        double = f"; {self.double_percent:g} % of written answers graded twice" if self.double_percent else ""
+        return f"{due}; {late}; {per_student}; submissions: {limits}{double}"
 
 
 NO_POLICY = LessonPolicy()
@@ -253,7 +260,8 @@ def _policy(entry: dict[str, Any], zone: str, where: str) -> LessonPolicy:
         due=_due(entry["due"], zone, where) if "due" in entry else None,
         late=late_rule(entry.get("late")),
         variants=entry.get("variants"),
-        submissions=_submissions(entry.get("submissions") or {}))
+        submissions=_submissions(entry.get("submissions") or {}),
+        double_percent=float((entry.get("review") or {}).get("double_percent", 0.0)))
 
 
 def _submissions(entry: dict[str, Any]) -> Submissions:

@@ -344,10 +344,11 @@ def _similar(report: Any) -> dict[str, Any]:
 
 
 def dashboard_html(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
-                   changes: list[Any] | None = None, similar: Any = None) -> str:
+                   changes: list[Any] | None = None, similar: Any = None, agreement: Any = None) -> str:
     """The instructor's batch dashboard (`OUTDIR/index.html`); after a regrade, with what it changed; with the
-    pairs of similar work flagged for review (similarity.Report), where it was computed."""
-    data = dashboard_data(results, lesson, absent, changes, similar)
+    pairs of similar work flagged for review (similarity.Report), where it was computed; with the graders'
+    agreement on the answers graded twice (judge/agreement.Agreement), where there are any."""
+    data = dashboard_data(results, lesson, absent, changes, similar) | {"agreement": agreement}
     names = {str(r["student"]): str(r["name"]) for r in [*results, *absent] if r.get("name")}
     return environment().get_template("dashboard.html.j2").render(d=data, who=lambda student: class_list.who(names, student))
 
