@@ -144,6 +144,17 @@ def _dask(*args, tls, role, log):
                             start_new_session=True, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
 
+def _scheduler(tmp_path, tls, log, processes):
+    """A TLS scheduler on loopback (appended to `processes`, for `_end`); its address once it has written it."""
+    address_file = tmp_path / "scheduler.json"
+    processes.append(_dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--scheduler-file",
+                           str(address_file), tls=tls, role="scheduler", log=log))
+    deadline = time.monotonic() + 60
+    while not address_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return json.loads(address_file.read_text())["address"]
+
+
 def _end(processes):
     import subprocess
 
@@ -171,14 +182,9 @@ def test_a_tls_cluster_of_the_course_grades_a_class_and_refuses_strangers(tmp_pa
     stranger = tmp_path / "stranger"
     certs.make(stranger)  # a CA of its own: certificates the course never signed
     log = open(tmp_path / "dask.log", "w")  # noqa: SIM115 -- the cluster's processes write to it until the end
-    address_file = tmp_path / "scheduler.json"
-    processes = [_dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--scheduler-file",
-                       str(address_file), tls=course_certs, role="scheduler", log=log)]
+    processes: list = []
     try:
-        deadline = time.monotonic() + 60
-        while not address_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(address_file.read_text())["address"]
+        address = _scheduler(tmp_path, course_certs, log, processes)
         assert address.startswith("tls://127.0.0.1:")
         processes.append(_dask("worker", address, "--nworkers", "2", "--nthreads", "1", tls=course_certs,
                                role="worker", log=log))
@@ -230,14 +236,9 @@ def test_the_submission_service_grades_on_the_course_cluster(tmp_path, course_ce
     monkeypatch.setenv("GRADER_COURSE", str(home))
     made = {p.who: t for p, t in tokens.issue([("s0", "S0"), ("s1", "S1")], "student")}
     log = open(tmp_path / "dask.log", "w")  # noqa: SIM115 -- the cluster's processes write to it until the end
-    address_file = tmp_path / "scheduler.json"
-    processes = [_dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--scheduler-file",
-                       str(address_file), tls=course_certs, role="scheduler", log=log)]
+    processes: list = []
     try:
-        deadline = time.monotonic() + 60
-        while not address_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(address_file.read_text())["address"]
+        address = _scheduler(tmp_path, course_certs, log, processes)
         processes.append(_dask("worker", address, "--nworkers", "1", "--nthreads", "1", tls=course_certs,
                                role="worker", log=log))
         with distributed.Client(address, security=certs.security(course_certs), timeout=30) as client:

@@ -14,6 +14,20 @@ from grader.classroom.review_store import Stale, Store
 from grader.result.manual import WrittenGrade
 
 
+def _serving(folder: Path, grader: str, second: bool = False) -> str:
+    """`grader review` of the folder in a thread, as `grader` (for the whole test session); its address."""
+    from grader.classroom import review_app
+
+    ready: list[str] = []
+    threading.Thread(target=review_app.serve, args=(folder, grader), kwargs={"ready": ready.append, "second": second},
+                     daemon=True).start()
+    for _ in range(200):
+        if ready:
+            break
+        threading.Event().wait(0.05)
+    return ready[0]
+
+
 def _decision(grader: str, items: tuple[str, ...], at: str = "2026-12-06T14:02:11+00:00") -> WrittenGrade:
     return WrittenGrade("prediction", items, None, 1.0, "", grader, at)
 
@@ -45,18 +59,7 @@ def test_two_graders_pages_one_stale_decision_refused_and_the_other_page_updated
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed")
-    from grader.classroom import review_app
-
-    urls: dict[str, str] = {}
-    for grader in ("lin", "sam"):  # two graders, each with their own `grader review` on the one batch folder
-        ready: list[str] = []
-        threading.Thread(target=review_app.serve, args=(out, grader), kwargs={"ready": ready.append},
-                         daemon=True).start()
-        for _ in range(200):
-            if ready:
-                break
-            threading.Event().wait(0.05)
-        urls[grader] = ready[0]
+    urls = {grader: _serving(out, grader) for grader in ("lin", "sam")}  # each their own `grader review`
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
@@ -118,21 +121,14 @@ def test_a_group_of_similar_answers_is_graded_in_one_step_and_a_member_can_be_ta
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed")
-    from grader.classroom import review_app
-
     copy = tmp_path / "out"
     shutil.copytree(similar, copy)
-    ready: list[str] = []
-    threading.Thread(target=review_app.serve, args=(copy, "lin"), kwargs={"ready": ready.append}, daemon=True).start()
-    for _ in range(200):
-        if ready:
-            break
-        threading.Event().wait(0.05)
+    url = _serving(copy, "lin")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
             page = browser.new_page()
-            page.goto(ready[0])
+            page.goto(url)
             group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
             playwright.expect(group).to_contain_text("ada")
             playwright.expect(group).to_contain_text("ben")
@@ -196,7 +192,6 @@ def test_a_sample_graded_twice_blind_shows_the_agreement_on_the_page(out: Path, 
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed")
-    from grader.classroom import review_app
     from grader.classroom.review import Review
 
     toml = course_key_module.parent / "course.toml"
@@ -208,16 +203,7 @@ def test_a_sample_graded_twice_blind_shows_the_agreement_on_the_page(out: Path, 
         first.decide("prediction", ["dev"], [], points=0.0)
     finally:
         first.close()
-    urls = {}
-    for grader, second in (("sam", True), ("lin", False)):
-        ready: list[str] = []
-        threading.Thread(target=review_app.serve, args=(out, grader), kwargs={"ready": ready.append, "second": second},
-                         daemon=True).start()
-        for _ in range(200):
-            if ready:
-                break
-            threading.Event().wait(0.05)
-        urls[grader] = ready[0]
+    urls = {"sam": _serving(out, "sam", second=True), "lin": _serving(out, "lin")}
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
