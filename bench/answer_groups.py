@@ -5,11 +5,9 @@ First, on the 300 answers of tests/data/written_answers.json (six questions, 23 
 more for each answer graded apart from its group), beside the counts before (identical after case and spaces) and
 after normalising alone.
 
-The answers are the 300 of tests/data/written_answers.json for one question each time, copied with fresh typos
-until there are N (a class answers one question many times over with small differences), then grouped at the
-default threshold; prints the median of five runs and the groups found. Figures, not a test.
-
-Then the time to group N answers to one question (default 1,000).
+Then the time to group N answers to one question (default 1,000): the known explanations copied with fresh typos
+until there are N (a class answers one question many times over with small differences), grouped at the default
+threshold; the median of five runs and the groups found. Figures, not a test.
 
 Usage: python bench/answer_groups.py [answers=1000]
 """
