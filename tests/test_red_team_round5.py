@@ -212,13 +212,17 @@ def test_the_ca_and_its_folder_are_not_writable_by_others_under_umask_000(tmp_pa
 def test_an_export_read_back_keeps_ids_and_comments_that_look_like_formulas(tmp_path):
     from grader.classroom import review as review_csv
 
-    rows = [list(review_csv.CSV_COLUMNS), ["-ben", "explanation", "1", "2", "", "-0.5: no units", "=ta"],
-            ["ada", "explanation", "", "2", "overhead;jitter", "+ fine | good", ""]]
+    filled = [{"student": "-ben", "name": "=Ben", "question": "explanation", "answer": "-1 is the answer", "points": "1",
+               "max_points": "2", "rubric": "", "comment": "-0.5: no units", "grader": "=ta"},
+              {"student": "ada", "question": "explanation", "points": "", "max_points": "2", "rubric": "overhead;jitter",
+               "comment": "+ fine | good"}]
+    rows = [list(review_csv.CSV_COLUMNS), *([row.get(c, "") for c in review_csv.CSV_COLUMNS] for row in filled)]
     path = tmp_path / "marks.csv"
     path.write_text(escape.csv_text(rows))
     assert "'-ben" in path.read_text()  # neutralised for the spreadsheet
     back = [row for _, row in review_csv._rows(path)]
-    assert [back[0]["student"], back[0]["comment"], back[0]["grader"]] == ["-ben", "-0.5: no units", "=ta"]
+    assert [back[0][c] for c in ("student", "name", "answer", "comment", "grader")] == [
+        "-ben", "=Ben", "-1 is the answer", "-0.5: no units", "=ta"]
     assert back[1]["comment"] == "+ fine | good" and back[1]["rubric"] == "overhead;jitter"
 
 

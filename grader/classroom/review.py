@@ -353,7 +353,7 @@ def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
         raise GraderError(f"{path}: no column {missing[0]!r} (an export's columns: {','.join(CSV_COLUMNS)})")
     rows = []
     for number, row in enumerate(reader, start=2):
-        rows.append((number, {k: escape.csv_uncell(str(row.get(k) or "")) for k in NEEDED}))
+        rows.append((number, {k: escape.csv_uncell(str(row.get(k) or "")) for k in CSV_COLUMNS}))
     return rows
 
 

@@ -12,12 +12,22 @@ same value throughout: nothing to tell agreement from chance).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from grader.base import spelling
 from grader.lesson.written import Question
-from grader.result.manual import WrittenGrade
+
+
+class WrittenGrade(Protocol):
+    """What is read of a decision (result.manual.WrittenGrade, a later stage's record): its items and who."""
+
+    @property
+    def items(self) -> tuple[str, ...]: ...
+
+    @property
+    def grader(self) -> str: ...
 
 
 def sampled(lesson_id: str, student: str, percent: float) -> bool:
@@ -77,8 +87,8 @@ def _said(decision: WrittenGrade, points: float) -> str:
     return f"{items} ({spelling.score(points)} points)"
 
 
-def measure(questions: tuple[Question, ...], first: dict[tuple[str, str], WrittenGrade],
-            second: dict[tuple[str, str], WrittenGrade], points_of: Any) -> Agreement:
+def measure(questions: tuple[Question, ...], first: Mapping[tuple[str, str], WrittenGrade],
+            second: Mapping[tuple[str, str], WrittenGrade], points_of: Any) -> Agreement:
     """The agreement over every (student, question) both decided; `points_of(decision)`: the points it gives."""
     both = sorted(key for key in second if key in first)
     items = []
