@@ -146,6 +146,8 @@ def test_a_group_of_similar_answers_is_graded_in_one_step_and_a_member_can_be_ta
             page.locator("#threshold").press("Enter")
             page.wait_for_url("**threshold=0.6**")
             group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
+            page.set_viewport_size({"width": 1100, "height": 900})
+            page.screenshot(path=str(tmp_path / "review-similar.png"))
             group.locator("button.apart").nth(1).click()  # ben, graded apart from ada
             playwright.expect(page.locator(".card", has_text="taken out of its group")).to_contain_text("ben")
         finally:
@@ -173,7 +175,7 @@ def test_agreement_per_item_and_on_the_points_is_cohens_kappa_as_computed_by_han
     # kappa = (3/4 - 3/8) / (5/8) = 3/5
     assert found.points_kappa == 0.6
     (settle,) = found.disagreements
-    assert (settle.student, settle.first, settle.second) == ("ben", "no-overlap, reason (1 points)",
+    assert (settle.student, settle.first, settle.second) == ("ben", "no-overlap, reason (1 point)",
                                                              "no-overlap (0.5 points)")
     # the sample is repeatable and about the share asked for
     names = [f"s{i:04d}" for i in range(2000)]
@@ -225,8 +227,10 @@ def test_a_sample_graded_twice_blind_shows_the_agreement_on_the_page(out: Path, 
             playwright.expect(box).to_contain_text("4 answers graded twice · Cohen's kappa on the points: 0.6")
             playwright.expect(box.locator("tr", has_text="reason")).to_contain_text("3 of 40.5")
             playwright.expect(box).to_contain_text("To settle: 1")
-            playwright.expect(box).to_contain_text("ben, prediction: lin gave no-overlap, reason (1 points); sam gave "
+            playwright.expect(box).to_contain_text("ben, prediction: lin gave no-overlap, reason (1 point); sam gave "
                                                    "no-overlap (0.5 points)")
+            box.scroll_into_view_if_needed()
+            lin.screenshot(path=str(out / "review-agreement.png"), full_page=True)
         finally:
             browser.close()
     deadline = time.monotonic() + 20

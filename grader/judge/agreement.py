@@ -84,7 +84,7 @@ def _kappa(a: list[Any], b: list[Any]) -> float | None:
 
 def _said(decision: WrittenGrade, points: float) -> str:
     items = ", ".join(decision.items) if decision.items else "no item"
-    return f"{items} ({spelling.score(points)} points)"
+    return f"{items} ({spelling.score(points)} point{'' if points == 1 else 's'})"
 
 
 def measure(questions: tuple[Question, ...], first: Mapping[tuple[str, str], WrittenGrade],
