@@ -84,8 +84,8 @@ def follow(server: str, token: str, submission: str, timeout: float = WAIT_S) ->
 
 
 def receipt_text(receipt: dict[str, Any]) -> str:
-    return (f"submitted: {receipt['id']}  sha256 {receipt['sha256'][:16]}…  received {receipt['received_at']}  "
-            f"position {receipt['position']} in the queue, about {receipt['eta_s']:g} s")
+    return (f"submitted: id {receipt['id']}, sha256 {receipt['sha256']}, received_at {receipt['received_at']}, "
+            f"position {receipt['position']} in the queue, eta_s about {receipt['eta_s']:g}")
 
 
 def feedback_text(state: dict[str, Any]) -> str:
