@@ -81,7 +81,7 @@ def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
     context = multiprocessing.get_context("fork")
     while True:
         queue.reap()
-        waiting = {job.lesson for job in queue.recent(("queued",), 1000)} & set(lessons)
+        waiting = queue.waiting() & set(lessons)
         for lesson in waiting:
             host = hosts.get(lesson)
             if host is None or not host.is_alive():
@@ -110,6 +110,7 @@ class _Host:
         self.out = BatchFolder(setup.out / lesson.id)
         self.out.make()
         self.out.claim()
+        self.book = self.out.open_gradebook()  # the host's one connection: it records one job at a time
         self.worker = f"{setup.server}/{lesson.id}"
         self.secret = seeds.course_secret()
         self.per_student = variants.enabled(lesson.id)
@@ -147,8 +148,7 @@ class _Host:
             self._class_files(idle=False)
 
     def _start(self, job: Job) -> None:
-        with self.out.open_gradebook() as book:
-            known = book.score_of(job.lesson, job.student, job.sha256, job.regrade)
+        known = self.book.score_of(job.lesson, job.student, job.sha256, job.regrade)
         if known is not None:  # graded into the gradebook before its server died: never graded twice
             status, score, max_score, data = known
             self.queue.done(job, self.worker, status, score, max_score, data.error,
@@ -192,10 +192,9 @@ class _Host:
     def _recorded(self, regrade: str) -> dict[str, dict[str, Any]]:
         """The results a regrade replays (read once per regrade; a seed whose signature fails is not replayed)."""
         if self.regrade_seen[0] != regrade:
-            with self.out.open_gradebook() as book:
-                key = sign.signing_key()
-                trusted, _ = regrades.trusted(book.recorded(self.lesson.id),
-                                              key.public_key() if key is not None else None)
+            key = sign.signing_key()
+            trusted, _ = regrades.trusted(self.book.recorded(self.lesson.id),
+                                          key.public_key() if key is not None else None)
             self.regrade_seen = (regrade, trusted)
         return self.regrade_seen[1]
 
@@ -217,19 +216,17 @@ class _Host:
                                                                                     None))
         finally:
             review_store.close(store)
-        with self.out.open_gradebook() as book:
-            key = sign.signing_key()
-            return self.out.store(book, job.student, self.out.received(job.sha256, job.name), joined, key,
-                                  job.regrade).result
+        key = sign.signing_key()  # read for each record and dropped, as a batch's parent does
+        return self.out.store(self.book, job.student, self.out.received(job.sha256, job.name), joined, key,
+                              job.regrade).result
 
     def _class_files(self, idle: bool) -> None:
         if not self.dirty or (not idle and time.monotonic() - self.written < CLASS_FILES_S):
             return
         self.dirty, self.written = False, time.monotonic()
         try:
-            with self.out.open_gradebook() as book:
-                moved = self._regrade_finished(book) if idle else None
-                review_join.class_files(self.out, self.lesson, book, None, moved)
+            moved = self._regrade_finished(self.book) if idle else None
+            review_join.class_files(self.out, self.lesson, self.book, None, moved)
         except (OSError, GraderError) as err:  # the class's files wait for the next grade; the grades are kept
             print(f"grader serve: the class files of {self.lesson.id} were not rewritten ({err})", flush=True)
 

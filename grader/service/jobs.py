@@ -248,6 +248,11 @@ class Queue(_Database):
                           (*params, limit))
         return [Job(*row) for row in rows]
 
+    def waiting(self) -> set[str]:
+        """The lessons with a job queued."""
+        with self._tx() as db:
+            return {str(row[0]) for row in db.all("SELECT DISTINCT lesson FROM jobs WHERE state='queued'", ())}
+
     def graded_since(self, lesson: str, student: str) -> tuple[int, float | None]:
         """(graded submissions that count against the limit, when the latest of them was received): queued,
         running and done ones; the grader's failures and superseded ones never count."""

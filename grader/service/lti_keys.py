@@ -39,10 +39,11 @@ class LtiRefused(GraderError):
 
 
 # -- the tool's keys ----------------------------------------------------------------------------------------------
-def _folder() -> Path:
-    folder = course.private_folder() / KEYS
-    files.make_dirs(folder)
-    return folder
+def folder() -> Path:
+    """Where the tool's keys and its LTI records (contexts, users, grades sent) are kept: private/lti/."""
+    found = course.private_folder() / KEYS
+    files.make_dirs(found)
+    return found
 
 
 def make_key() -> str:
@@ -55,7 +56,7 @@ def make_key() -> str:
     kid = base64.urlsafe_b64encode(hashlib.sha256(public).digest()[:12]).decode().rstrip("=")
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
-    files.write_bytes(_folder() / f"{kid}.pem", pem, private=True)
+    files.write_bytes(folder() / f"{kid}.pem", pem, private=True)
     return kid
 
 
@@ -64,7 +65,7 @@ def _keys() -> list[tuple[str, Any, float]]:
     from cryptography.hazmat.primitives import serialization
 
     found = []
-    for path in _folder().glob("*.pem"):
+    for path in folder().glob("*.pem"):
         try:
             key = serialization.load_pem_private_key(files.read_regular(path, 1 << 16), password=None)
         except (OSError, ValueError, TypeError):

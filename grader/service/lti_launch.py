@@ -64,7 +64,6 @@ class Launches:
         self.used: dict[str, float] = {}
         self.lock = threading.Lock()
         self.keys = lti_keys.PlatformKeys()
-        self.linking: dict[str, tuple[Launch, float]] = {}
 
     def login(self, params: dict[str, str], launch_url: str) -> str:
         """The platform's auth URL to redirect to, for a third-party initiated login."""
@@ -184,7 +183,7 @@ _RECORD_LOCK = threading.Lock()
 
 
 def record_path(name: str) -> Path:
-    return lti_keys._folder() / name
+    return lti_keys.folder() / name
 
 
 def read_record(name: str) -> dict[str, Any]:

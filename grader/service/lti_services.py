@@ -235,7 +235,8 @@ def send_one(result: GradeResult, lesson_id: str, title: str, points: float) -> 
     happened; never an exception (the grade is recorded whatever the LMS says)."""
     try:
         where = context()
-        planned = plan([result], lesson_id, users_by_student(where), points)
+        users = users_by_student(None)  # the launches' users; the whole roster only for a student they lack
+        planned = plan([result], lesson_id, users if result.student in users else users_by_student(where), points)
         if planned[0].user_id is None:
             return f"{result.student} is not in the LMS (no launch, not on its roster): the grade was not sent"
         sent = send(where, lesson_id, title, points, planned, {result.student: result})
