@@ -154,6 +154,14 @@ def make_notebook(tmp_path: Path) -> Callable[..., Path]:
     return build
 
 
+def typed(data: dict[str, Any]) -> Any:
+    """A result's JSON (or a test's partial one) read back as the typed record every reader takes (record.read_result);
+    a partial one is a graded result of student `s` of no lesson."""
+    from grader.result.record import read_result
+
+    return read_result({"status": "graded", "lesson": None, "student": "s", **data})
+
+
 def statuses(result: dict[str, Any]) -> dict[str, str]:
     """Exercise id -> status."""
     return {e["id"]: e["status"] for e in result["exercises"]}

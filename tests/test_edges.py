@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAST, SEED
+from conftest import FAST, SEED, typed
 
 from grader import cli, grading
 from grader.base import escape, files
@@ -247,7 +247,8 @@ def test_the_canvas_export_neutralises_formulas_from_the_roster(tmp_path):
 
 def test_the_replay_command_is_one_quoted_word_per_argument_and_runs_nothing(tmp_path):
     name = "x;$(touch PWNED);#`touch PWNED2`.ipynb"
-    command = render.replay_command({"submission": name, "lesson": LESSON, "seed": 7, "hash_seed": 3})
+    command = render.replay_command(typed({"submission": name, "student": Path(name).stem, "lesson": LESSON, "seed": 7,
+                                           "hash_seed": 3}))
     shown = subprocess.run(["bash", "-c", 'grader() { printf "%s\\n" "$@"; }; ' + command], cwd=tmp_path,
                            capture_output=True, text=True, timeout=30)
     assert shown.stdout.splitlines() == ["grade", name, "--lesson", LESSON, "--seed", "7", "--hash-seed", "3"]

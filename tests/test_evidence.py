@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import typed
 
 from grader.result.evidence import Evidence, Shown
 from grader.run import wire
@@ -25,14 +26,14 @@ def _result():
 
 
 def test_values_are_decoded_and_absent_ones_stay_none():
-    seen = Evidence.of(_result())
+    seen = Evidence.of(typed(_result()))
     assert seen.value("measured", "timings") == [{"batch": 1, "p50": 2.5}]
     assert seen.value("measured", "absent") is None and seen.value("measured", "never") is None
     assert seen.value("simulated", "stable").tolist() == [0.0, 1.0, 2.0]
 
 
 def test_answers_become_shown_records_and_junk_entries_are_skipped():
-    seen = Evidence.of(_result())
+    seen = Evidence.of(typed(_result()))
     first, second = seen.answers["simulated"]["queue"]
     assert isinstance(first, Shown) and first.columns == ("arrival", "finish") and first.note == "n"
     assert first.args[0].tolist() == [0.0, 1.0] and first.args[1] == 2.0
@@ -43,6 +44,6 @@ def test_answers_become_shown_records_and_junk_entries_are_skipped():
 
 
 def test_a_result_without_evidence_reads_as_empty():
-    seen = Evidence.of({"status": "rejected"})
+    seen = Evidence.of(typed({"status": "rejected"}))
     assert seen.values == {"measured": {}, "simulated": {}} and seen.answers == {"measured": {}, "simulated": {}}
-    assert Evidence.of({"simulated": {"values": {"x": {"__object__": "Thing"}}}}).value("simulated", "x") == Opaque("Thing")
+    assert Evidence.of(typed({"simulated": {"values": {"x": {"__object__": "Thing"}}}})).value("simulated", "x") == Opaque("Thing")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import typed
 
 from grader.report import figure, render
 from grader.result.evidence import Evidence
@@ -16,9 +17,9 @@ SPEC = {"title": "T", "timings": "measurements", "series": ["stable"], "series_l
 
 def result(measurements, stable, service_ms=2.0):
     """A result's evidence, as render reads it (decoded once from the result JSON)."""
-    return Evidence.of({"lesson": "x", "status": "graded",
+    return Evidence.of(typed({"lesson": "x", "status": "graded",
                         "measured": {"values": {"measurements": measurements, "service_ms": service_ms}},
-                        "simulated": {"values": {"stable": stable}}})
+                        "simulated": {"values": {"stable": stable}}}))
 
 
 def timings(*rows):

@@ -62,11 +62,11 @@ def test_values_that_break_a_report_cost_the_values_not_the_report(monkeypatch):
 
     drawn = render.report_html
 
-    def fragile(data):  # a report that cannot show what the student wrote
-        if data.get("explanations"):
+    def fragile(result):  # a report that cannot show what the student wrote
+        if result.explanations:
             raise ValueError("unshowable")
-        return drawn(data)
+        return drawn(result)
 
     monkeypatch.setattr(render, "report_html", fragile)
-    html = finish.safe_report(_result(explanations=(Explanation("c", "explanation", "why"),)).to_dict())
+    html = finish.safe_report(_result(explanations=(Explanation("c", "explanation", "why"),)))
     assert "could not be shown in this report (ValueError: unshowable)" in html and "Score 0 / 2" in html

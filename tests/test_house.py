@@ -132,8 +132,6 @@ FILE_EDGE = {"result/record.py", "result/sign.py", "result/gradebook.py", "class
              "result/regrade.py", "classroom/verify.py"}
 """Where a result's JSON is read and written: the record's serialiser pair, the signature (and what verifies it,
 and a regrade's comparison of signed digests), the gradebook, the batch folder."""
-SIGNED_JSON_VIEWS = {"report/render.py", "report/absent.py", "report/finish.py", "result/evidence.py"}
-"""The evidence report is drawn from the signed JSON itself, so it shows exactly what was signed."""
 NOT_RESULTS = {("intake/load.py", "_check_shape"), ("judge/mistakes.py", "of_result")}
 """A notebook's JSON; a gradebook row's trimmed summary."""
 RESULT_NAMES = ("result", "data", "before", "after")
@@ -142,7 +140,7 @@ RESULT_NAMES = ("result", "data", "before", "after")
 def dict_readers(source: str, where: str = "grader/x.py") -> list[str]:
     """A function outside the file edge that takes a result as a dict (`def f(data: dict[str, Any])`): readers take
     GradeResult, read from its JSON once, at the edge."""
-    if where in FILE_EDGE | SIGNED_JSON_VIEWS:
+    if where in FILE_EDGE:
         return []
     found = []
     for node in ast.walk(ast.parse(source)):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SEED, statuses
+from conftest import SEED, statuses, typed
 
 from grader.lesson import catalog, staff_code
 
@@ -174,7 +174,7 @@ def test_reference_scores_full_marks_and_the_report_compares(graded):
     labels = [a["case"] for a in result["measured"]["answers"]["live-replay"]]
     assert labels[0] == "live (given policy, TRACE_OVERLOADED)" and not any("`" in label for label in labels)
     from grader.report import render
-    html = render.report_html(result)
+    html = render.report_html(typed(result))
     assert "Measured service (loopback) beside the simulation" in html
     table = html.split('<table class="comparison">')[1].split("</table>")[0]
     assert table.count("<td>400</td>") == 8  # four components, each counted on both sides
@@ -242,7 +242,7 @@ def test_a_live_run_with_one_batch_size_costs_the_reference_nothing(graded):
     assert [c["outcome"] for c in pipeline] == ["passed"]
     # the report says why its comparison is absent, instead of leaving it out without a word
     from grader.report import render
-    html = render.report_html(result)
+    html = render.report_html(typed(result))
     assert '<table class="comparison">' not in html
     absent = html.split('id="comparison-absent">')[1].split("</p>")[0]
     assert "`service_measured` and `service_simulated` undefined" in absent and "not compared on this run" in absent

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import FAST, SEED, patched_solution, statuses, submission, write
+from conftest import FAST, SEED, patched_solution, statuses, submission, typed, write
 
 from grader import grading
 from grader.lesson import catalog, handout
@@ -139,11 +139,11 @@ def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_d
     result = graded.file(write(fake, tmp_path / "doctored.ipynb"), LESSON)
     assert result["stored_outputs"] > 0 and result["as_submitted"]
     assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render_text.result_text(read_result(result))
-    assert "differ from the fresh run" in render.report_html(result).split("<h2>Exercises</h2>")[0]
+    assert "differ from the fresh run" in render.report_html(typed(result)).split("<h2>Exercises</h2>")[0]
     dashboard = render.dashboard_html([gradebook.summary(result)], catalog.get(LESSON))
     assert "Stored outputs that differ from the fresh run" in dashboard and "doctored" in dashboard
     clean = graded.solution(LESSON)  # written by the grader, never run: no stored outputs at all
-    assert clean["stored_outputs"] == 0 and "submitted without stored outputs" in render.report_html(clean)
+    assert clean["stored_outputs"] == 0 and "submitted without stored outputs" in render.report_html(typed(clean))
 
 
 def test_an_unchanged_prompt_is_not_shown_as_the_students_words(graded, tmp_path):

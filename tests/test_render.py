@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import FAST, SEED, write
+from conftest import FAST, SEED, typed, write
 
 from grader import grading
 from grader.classroom import batch, portfolio
@@ -77,14 +77,14 @@ def _golden(request, name: str, text: str) -> None:
 def test_report_goldens(graded, request, lesson_id, patch, fmt):
     result = graded.solution(lesson_id) if patch is None else graded.patch(lesson_id, patch)
     data = normalise(result)
-    text = render.report_html(data) if fmt == "html" else render.report_md(data)
+    text = render.report_html(typed(data)) if fmt == "html" else render.report_md(typed(data))
     _golden(request, f"{lesson_id}-{patch or 'solution'}.{fmt}", text)
 
 
 def test_rejected_report_golden(request):
     data = grading.rejected("eli.ipynb", "eli.ipynb: the file is empty; save your work and submit again", "l").to_dict()
-    _golden(request, "rejected.html", render.report_html(data))
-    _golden(request, "rejected.md", render.report_md(data))
+    _golden(request, "rejected.html", render.report_html(typed(data)))
+    _golden(request, "rejected.md", render.report_md(typed(data)))
 
 
 HOSTILE_TEXT = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -128,7 +128,7 @@ def test_student_html_is_rendered_as_text_everywhere(tmp_path):
               options=grading.Options(limits=FAST, seed=SEED), progress=False))
     [result_path] = list((out / "results").glob("*.json"))
     data = json.loads(result_path.read_text())
-    pages = {"report": render.report_html(data), "dashboard": (out / "index.html").read_text(),
+    pages = {"report": render.report_html(typed(data)), "dashboard": (out / "index.html").read_text(),
              "portfolio": render.portfolio_index([data["student"]], [{"folder": "x", "data": data, "has_notebook": False}])}
     assert HOSTILE_TEXT not in json.dumps(pages)  # never verbatim
     for name, html in pages.items():
@@ -136,7 +136,7 @@ def test_student_html_is_rendered_as_text_everywhere(tmp_path):
         assert "script" not in tags and "img" not in tags, name
         assert all("onerror" not in attrs for _, attrs in _tags(html).tags), name
     assert "&lt;script&gt;" in pages["report"] and "onerror=alert(1)&gt;" in pages["report"]
-    md = render.report_md(data)
+    md = render.report_md(typed(data))
     outside_code = re.sub(r"(`+)[^`].*?\1", "", md)  # inside a code span, Markdown shows <, & and * as written
     assert not re.search(r"(?<!\\)[<&]", outside_code)  # anywhere else each one is backslash-escaped
     assert "\\<script\\>" in md and "&lt;" not in md
@@ -144,7 +144,7 @@ def test_student_html_is_rendered_as_text_everywhere(tmp_path):
 
 def test_pages_have_no_outside_references(graded):
     for lesson_id in ("inference-capacity", "inference-scaling"):
-        html = render.report_html(graded.solution(lesson_id))
+        html = render.report_html(typed(graded.solution(lesson_id)))
         links = _tags(html).links
         assert all(not re.match(r"^(https?:)?//", link) for link in links), links
         assert "default-src 'none'" in html
@@ -189,7 +189,7 @@ def _not_blank(png: Path) -> None:
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_report_and_dashboard_open_in_chromium(graded, tmp_path, request):
     report = tmp_path / "report.html"
-    report.write_text(render.report_html(graded.solution("inference-capacity")))
+    report.write_text(render.report_html(typed(graded.solution("inference-capacity"))))
     results = [graded.solution("inference-capacity"), graded.patch("inference-capacity", "collection-off-by-one")]
     results[1]["student"] = "bob"
     dashboard = tmp_path / "index.html"
@@ -237,16 +237,16 @@ def test_values_no_float_holds_cost_the_figure_not_the_report(graded):
     data["measured"]["values"]["service_ms"] = 10**400
     data["simulated"]["values"]["stable_latency"] = [10**400, float("nan"), -0.0]
     data["simulated"]["values"]["overloaded_latency"] = [[1, [2]], 3]
-    html = render.report_html(data)
+    html = render.report_html(typed(data))
     assert "Figure" in html  # the measured panel still draws; the bad series are left out
     assert "10000000000" in html  # the value itself is shown, as the student left it
     broken = dict(data, measured={"how": data["measured"]["how"], "answers": {}, "values": {"measurements": [{"batch": 10**400}]}})
-    assert "inference-capacity" in render.report_html(broken)
-    assert "inference-capacity" in finish.safe_report(dict(data, simulated={"answers": {"x": "not a list"}}))
+    assert "inference-capacity" in render.report_html(typed(broken))
+    assert "inference-capacity" in finish.safe_report(typed(dict(data, simulated={"answers": {"x": "not a list"}})))
 
 
 def test_a_lesson_that_measures_nothing_says_so_and_draws_its_declared_figure(graded):
-    html = render.report_html(graded.solution("inference-scaling"))
+    html = render.report_html(typed(graded.solution("inference-scaling")))
     assert "This lesson measures nothing on this host" in html
     figure = html.split('<div class="figure">')[1]
     assert figure.startswith("<svg") and "Batch-size sweep" in figure and "rows_per_prediction" in figure
@@ -257,7 +257,7 @@ def test_a_lesson_that_measures_nothing_says_so_and_draws_its_declared_figure(gr
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_batching_report_shows_measured_beside_simulated_in_chromium(graded, tmp_path, request):
     report = tmp_path / "batching.html"
-    report.write_text(render.report_html(graded.solution("dynamic-batching")))
+    report.write_text(render.report_html(typed(graded.solution("dynamic-batching"))))
     done = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'profile-dom'}", "--dump-dom",
                            report.as_uri()], capture_output=True, text=True, timeout=120)
     dom = done.stdout

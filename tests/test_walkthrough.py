@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import typed
 
 from grader import grading
 from grader.base import escape
@@ -199,7 +200,7 @@ def test_canvas_export_asks_which_assignment_only_when_the_roster_holds_several(
 def test_the_markdown_report_escapes_for_markdown_not_html():
     data = grading.rejected(Path("x.ipynb"), 'a "quoted" <b>reason</b> | with a pipe', "dynamic-batching",
                             "a_b").to_dict()
-    text = render.report_md(data)
+    text = render.report_md(typed(data))
     assert "&lt;" not in text and "&#34;" not in text and "&quot;" not in text
     assert '"quoted" \\<b\\>reason\\</b\\> \\| with a pipe' in text
     assert escape.md_text("x\ny") == "x y" and escape.md_text("[link](u)") == "[link\\](u)"
@@ -210,7 +211,7 @@ def test_the_markdown_sandbox_section_puts_each_statement_on_its_own_line():
             "exercises": [], "notes": [], "mode": "grade", "graded_at": "t", "seed": None, "as_submitted": [],
             "explanations": [], "environment": {}, "measured": {}, "simulated": {},
             "sandbox": {"mode": "bwrap", "missing": [], "budgets": {"cgroup": False}, "reasons": {"cgroup": "no cgroup here"}}}
-    text = render.report_md(data)
+    text = render.report_md(typed(data))
     assert "Mode: bwrap\n\n- budget not held, cgroup: no cgroup here" in text
 
 
@@ -218,14 +219,16 @@ def test_a_report_says_why_the_comparison_is_absent():
     spec = catalog.get("dynamic-batching").figure
     data = {"status": "graded", "measured": {"values": {"service_measured": None}},
             "simulated": {"values": {"service_simulated": None}},
-            "exercises": [{"id": "live-replay", "status": "failed", "messages": ["closed-loop"]},
-                          {"id": "service-fit", "status": "passed", "messages": ["all passed"]}]}
-    why = absent.comparison_absent(data, spec)
+            "exercises": [{"id": "live-replay", "status": "failed", "messages": ["closed-loop"], "score": 0,
+                           "max_score": 1, "kind": "measured"},
+                          {"id": "service-fit", "status": "passed", "messages": ["all passed"], "score": 1,
+                           "max_score": 1, "kind": "simulated"}]}
+    why = absent.comparison_absent(typed(data), spec)
     assert why.startswith("No table or figure of Measured service (loopback) beside the simulation on this run")
     assert "`service_measured` and `service_simulated` undefined" in why and "live-replay (failed)" in why
     data["measured"]["values"]["service_measured"] = {"total": [1.0]}
     data["simulated"]["values"]["service_simulated"] = {"total": [1.0]}
-    assert absent.comparison_absent(data, spec) == ""
+    assert absent.comparison_absent(typed(data), spec) == ""
 
 
 def test_compute_bars_stay_visible_beside_a_backlogged_total():
@@ -235,7 +238,7 @@ def test_compute_bars_stay_visible_beside_a_backlogged_total():
     data = {"measured": {"values": sides},
             "simulated": {"values": {"service_simulated": {"wait": [3.0] * 5, "compute": [2.0] * 5,
                                                            "overhead": [0.0] * 5, "total": [5.0] * 5}}}}
-    panel = figure.layout(Evidence.of(data), spec).panels[-1]
+    panel = figure.layout(Evidence.of(typed(data)), spec).panels[-1]
     compute_bars = [b for b in panel.bars if b.width and abs(b.x - panel.xticks[1][0]) < 60]
     assert compute_bars and min(b.height for b in compute_bars) > 20  # on a linear 0-3000 axis: under 0.5 px
     assert "log scale" in panel.ylabel and [label for _, label in panel.yticks][:2] == ["0.1", "1"]

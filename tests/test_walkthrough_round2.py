@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import typed
 
 from grader.classroom import similarity
 from grader.lesson import catalog, handout
@@ -27,10 +28,10 @@ def _result(**environment) -> dict:
 def test_no_receipt_says_because_none_and_a_lesson_without_jax_shows_no_jax_rows():
     quiet = _result(cpu_model="x86", cpu_count=2, device_requested="cpu", device_used="cpu",
                     device_fallback_reason=None, jax_backend=None, jax=None)
-    for text in (render.report_html(quiet), render.report_md(quiet)):
+    for text in (render.report_html(typed(quiet)), render.report_md(typed(quiet))):
         assert "because None" not in text and "fell back" not in text and "JAX backend" not in text
     fell = _result(cpu_model="x86", device_requested="gpu", device_used="cpu", device_fallback_reason="no GPU here")
-    assert "fell back to the CPU because" in render.report_md(fell) and "no GPU here" in render.report_md(fell)
+    assert "fell back to the CPU because" in render.report_md(typed(fell)) and "no GPU here" in render.report_md(typed(fell))
 
 
 def test_similarity_fragments_keep_one_line_per_line():
@@ -289,7 +290,7 @@ def test_the_comparison_legend_stays_clear_of_every_bar(wait, total):
     simulated = {"wait": [wait] * 5, "compute": [2.0] * 5, "overhead": [0.0] * 5, "total": [total] * 5}
     data = {"measured": {"values": {"service_measured": measured}},
             "simulated": {"values": {"service_simulated": simulated}}}
-    panel = figure.layout(Evidence.of(data), spec).panels[-1]
+    panel = figure.layout(Evidence.of(typed(data)), spec).panels[-1]
     width, height = panel.key_box()
     legend_bottom = panel.plot_top + 6 + height  # the box is drawn from 6 px below the top of the plot
     legend_x = (panel.key_x(), panel.key_x() + width)

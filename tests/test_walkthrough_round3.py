@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
-from conftest import FAST, write
+from conftest import FAST, typed, write
 
 from grader import cli, grading
 from grader.classroom import batch, platforms, review
@@ -139,6 +139,6 @@ def test_a_value_nobody_measured_is_never_labelled_measured(graded, tmp_path):
     path = tmp_path / "bare.ipynb"
     nbformat.write(handout.scaffold(lesson), str(path))
     result = graded.file(path, "inference-capacity")
-    shown = re.sub(r"\s+", " ", re.sub("<[^>]+>", " ", render.report_html(result)))
+    shown = re.sub(r"\s+", " ", re.sub("<[^>]+>", " ", render.report_html(typed(result))))
     assert "service_ms = not measured on this run" in shown
     assert "Upper panel" not in shown  # the caption speaks of no panel that is not drawn

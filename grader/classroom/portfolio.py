@@ -68,8 +68,14 @@ def _entry(source: Path, lesson_id: str | None) -> Entry:
         stem = source.stem
         # beside it, as `grade --json X.json --html X.html --md X.md --notebook X.executed.ipynb` writes them,
         # or in a batch's folders (results/, reports/, notebooks/)
-        report = _beside(source, f"{stem}.html", f"../reports/{stem}.html") or render.report_html(data)
-        markdown = _beside(source, f"{stem}.md", f"../reports/{stem}.md") or render.report_md(data)
+        report = _beside(source, f"{stem}.html", f"../reports/{stem}.html")
+        markdown = _beside(source, f"{stem}.md", f"../reports/{stem}.md")
+        if report is None or markdown is None:  # drawn again from the typed record of this very JSON
+            try:
+                result = record.read_result(data)
+            except (TypeError, ValueError, KeyError, AttributeError) as err:
+                raise GraderError(f"{source.name}: not a result this grader wrote ({type(err).__name__})") from None
+            report, markdown = report or render.report_html(result), markdown or render.report_md(result)
         notebook = _beside(source, f"{stem}.executed.ipynb", f"../notebooks/{stem}.ipynb")
         digests = mapping(data, "digests")
         if notebook is None and digests.get("notebook"):

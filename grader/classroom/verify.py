@@ -31,7 +31,7 @@ from grader.base.shapes import mapping
 from grader.classroom import portfolio
 from grader.intake import layouts
 from grader.report import render
-from grader.result import sign
+from grader.result import record, sign
 
 PASSING = ("intact", "generated")
 MAX_RESULT_BYTES = 64 * 1024**2
@@ -80,6 +80,11 @@ def _parse(name: str, body: bytes) -> tuple[Any, Line | None]:
 def _result(name: str, data: Any, key: Any) -> Line:
     verdict, detail = sign.check(data, key)
     return Line(name, verdict, detail, whose(data))
+
+
+def _redrawn(draw: Any) -> Any:
+    """A report drawn again from the typed record of a signed result's JSON (read here, at the file edge)."""
+    return lambda data: draw(record.read_result(data))
 
 
 def _signed_file(name: str, body: bytes, data: dict[str, Any], field: str, rebuild: Any) -> Line:
@@ -136,8 +141,8 @@ def _portfolio(path: Path, key: Any) -> list[Line]:
         lines.append(result_line)
         data = data if isinstance(data, dict) else {}
         digests = mapping(data, "digests")
-        for leaf, field, rebuild in (("report.html", "report", render.report_html),
-                                     ("report.md", "report_md", render.report_md), ("notebook.ipynb", "notebook", None)):
+        for leaf, field, rebuild in (("report.html", "report", _redrawn(render.report_html)),
+                                     ("report.md", "report_md", _redrawn(render.report_md)), ("notebook.ipynb", "notebook", None)):
             name = f"{e.folder}/{leaf}"
             if name not in members:
                 if leaf != "notebook.ipynb" or digests.get("notebook"):

@@ -8,6 +8,7 @@ from typing import Any
 
 from grader.report import figure
 from grader.result.evidence import Evidence
+from grader.result.record import GradeResult
 
 
 def unmeasured(context: dict[str, Any], seen: Evidence, spec: dict[str, Any]) -> None:
@@ -22,20 +23,19 @@ def unmeasured(context: dict[str, Any], seen: Evidence, spec: dict[str, Any]) ->
         else x for x in context["measured_values"]]
 
 
-def comparison_absent(result: dict[str, Any], spec: dict[str, Any], seen: Evidence | None = None) -> str:
+def comparison_absent(result: GradeResult, spec: dict[str, Any], seen: Evidence | None = None) -> str:
     """Why the lesson's measured-beside-simulated comparison is missing a side on this run ("" when it is whole):
     which values the notebook left undefined, and the verdicts that explain it."""
     compare = spec.get("compare") or {}
-    if not compare or result.get("status") != "graded":
+    if not compare or result.status != "graded":
         return ""
     seen = seen if seen is not None else Evidence.of(result)
     lacking = [str(compare[side]) for side in figure.SIDES
                if compare.get(side) and not isinstance(seen.value(side, str(compare[side])), dict)]
     if not lacking:
         return ""
-    exercises = result.get("exercises") or []
-    excused = [m for e in exercises for m in e.get("messages") or [] if "not compared on this run" in m]
-    failing = [f"{e['id']} ({e['status']})" for e in exercises if e.get("status") != "passed"]
+    excused = [m for e in result.exercises for m in e.messages if "not compared on this run" in m]
+    failing = [f"{e.id} ({e.status})" for e in result.exercises if e.status != "passed"]
     why = (f"No {'table or figure' if len(lacking) == len(figure.SIDES) else 'complete table'} of "
            f"{compare.get('title') or 'the comparison'} on this run: the notebook left "
            f"{' and '.join(f'`{name}`' for name in lacking)} undefined (the given comparison cell builds them from "

@@ -2,7 +2,7 @@
 
 Every writer of a result (`grade --json`, a batch's parent, a portfolio)
 goes through `drawn` and `Graded.sealed`: the reports are drawn from the
-result's JSON form, and the signature binds the result to them.
+typed result the JSON is written from, and the signature binds the result to them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import nbformat
 from grader.base import files
 from grader.report import render
 from grader.result import record, sign
+from grader.result.parts import Section
 from grader.result.record import GradeResult
 
 
@@ -49,20 +50,18 @@ def drawn(result: GradeResult) -> Graded:
     (`grade`, a batch's worker, a portfolio) needs before it signs and writes."""
     notebook = nbformat.writes(result.notebook) if result.notebook is not None else None
     result = dataclasses.replace(result, notebook=None)
-    data = result.to_dict()
-    return Graded(result, safe_report(data), safe_report(data, markdown=True), notebook)
+    return Graded(result, safe_report(result), safe_report(result, markdown=True), notebook)
 
 
-def safe_report(data: dict[str, Any], markdown: bool = False) -> str:
+def safe_report(result: GradeResult, markdown: bool = False) -> str:
     """The HTML (or Markdown) report; if the student's values break it, the report without them (and a note why)."""
     draw = render.report_md if markdown else render.report_html
     try:
-        return draw(data)
+        return draw(result)
     except Exception as err:
-        bare = dict(data, measured={}, simulated={"answers": {}, "values": {}}, as_submitted=[], explanations=[])
-        bare["notes"] = list(data.get("notes", [])) + [
-            f"the notebook's values could not be shown in this report ({type(err).__name__}: {str(err)[:120]})"]
-        return draw(bare)
+        why = f"the notebook's values could not be shown in this report ({type(err).__name__}: {str(err)[:120]})"
+        return draw(dataclasses.replace(result, measured=None, simulated=Section(), as_submitted=(), explanations=(),
+                                        notes=result.notes + (why,)))
 
 
 def warm() -> None:

@@ -1,9 +1,11 @@
 """Render: reports, the batch dashboard and portfolios, from result data only.
 
 One Jinja environment over `templates/`, autoescaped (student output is
-untrusted HTML) with StrictUndefined. Templates receive `GradeResult.to_dict()`
-data, never live objects. Measured, simulated and as-submitted values stay in
-separate sections.
+untrusted HTML) with StrictUndefined. A report's template receives the typed
+`GradeResult` (read from its JSON at the file edge, or the very record the JSON
+is written from: `read_result(r.to_dict()) == r`, so a report shows only what
+the signed JSON says) and a context of plain values derived from it. Measured,
+simulated and as-submitted values stay in separate sections.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from grader.lesson.folders import course_folder
 from grader.report import absent, figure, manual_view
 from grader.result import gradebook
 from grader.result.evidence import Evidence, Shown
-from grader.result.record import INTERNAL_ERROR, read_result
+from grader.result.record import INTERNAL_ERROR, GradeResult
 from grader.run.decoded import Opaque
 
 
@@ -154,14 +156,14 @@ def _timeline(answer: Shown, value: list[Any]) -> dict[str, Any]:
     return {"kind": "table", "title": answer.case, "columns": list(answer.columns), "rows": rows, "samples": []}
 
 
-def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
+def report_context(result: GradeResult, draw: bool = True) -> dict[str, Any]:
     """Everything a report template needs, derived from the result data only.
 
     The values shown are the student's: one that cannot be drawn or tabled
     (a number too large for a float, a ragged list) costs that section, with
     a line saying so, never the report.
     """
-    seen = Evidence.of({})
+    seen = Evidence()
     try:
         seen = Evidence.of(result)  # the student's values, decoded once for the tables and the figure
         context = _values_context(seen)
@@ -169,15 +171,16 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
         context = {"measured_values": [], "simulated_views": {}, "simulated_values": [], "measured_answers": {},
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
     context["figure"] = ""
-    context["manual"] = manual_view.view(read_result(result))  # the typed record of exactly this JSON
+    context["manual"] = manual_view.view(result)
     context["replay"] = replay_command(result)
     context["receipt"] = RECEIPT
-    context["measures"] = any(e.get("kind") == "measured" for e in result.get("exercises") or [])
+    context["measures"] = any(e.kind == "measured" for e in result.exercises)
+    context["measured_names"] = [name for name, _ in result.measured.values or ()] if result.measured else []
     spec: dict[str, Any] = {}
     prose: dict[str, str] = {}
-    if result.get("lesson") and result.get("status") == "graded":
+    if result.lesson and result.status == "graded":
         try:
-            spec, prose = catalog.get(result["lesson"]).figure, catalog.get(result["lesson"]).report
+            spec, prose = catalog.get(result.lesson).figure, catalog.get(result.lesson).report
         except LessonError:  # a report of an unknown lesson still renders, without the figure
             spec = {}
     context["figure_caption"] = str(spec.get("caption", ""))
@@ -207,15 +210,15 @@ def report_context(result: dict[str, Any], draw: bool = True) -> dict[str, Any]:
     return context
 
 
-def replay_command(result: dict[str, Any]) -> str:
+def replay_command(result: GradeResult) -> str:
     """The command that replays a grade's hidden cases, quoted for a shell whatever the file is called;
     "" where the result holds no seed to replay."""
-    if result.get("seed") is None or result.get("hash_seed") is None:
+    if result.seed is None or result.hash_seed is None:
         return ""
-    submission, student = str(result.get("submission") or "SUBMISSION"), str(result.get("student") or "")
-    named = ["--student", student] if student and (result.get("numbers") or Path(submission).stem != student) else []
-    return escape.command(["grader", "grade", submission, "--lesson", result.get("lesson") or "", *named,
-                           "--seed", result["seed"], "--hash-seed", result["hash_seed"]])
+    submission, student = result.submission or "SUBMISSION", result.student or ""
+    named = ["--student", student] if student and (result.numbers or Path(submission).stem != student) else []
+    return escape.command(["grader", "grade", submission, "--lesson", result.lesson or "", *named,
+                           "--seed", result.seed, "--hash-seed", result.hash_seed])
 
 
 def _values_context(seen: Evidence) -> dict[str, Any]:
@@ -251,12 +254,12 @@ def warm() -> None:
     environment().get_template("figure.svg.j2")
 
 
-def report_html(result: dict[str, Any]) -> str:
+def report_html(result: GradeResult) -> str:
     """The evidence report of one result, as a self-contained HTML page."""
     return environment().get_template("report.html.j2").render(r=result, v=report_context(result))
 
 
-def report_md(result: dict[str, Any]) -> str:
+def report_md(result: GradeResult) -> str:
     """The evidence report of one result, as Markdown."""
     return markdown_environment().get_template("report.md.j2").render(r=result, v=report_context(result, draw=False))
 

@@ -1,10 +1,10 @@
 """Evidence: a result's measured and simulated values, decoded once for the reports and the figure.
 
-A result JSON keeps the student's values as the wire carried them (so a
-signed result is exactly what came back from the kernel). Its reader, the
-report or the figure, takes `Evidence.of(result)` once: every value decoded
-(decoded.decode), the public answers as `Shown` records, absent values as
-None. Nothing in render.py or figure.py decodes wire data itself.
+A result keeps the student's values as the wire carried them (so a signed
+result is exactly what came back from the kernel). Its reader, the report or
+the figure, takes `Evidence.of(result)` once, from the typed record: every
+value decoded (decoded.decode), the public answers as `Shown` records, absent
+values as None. Nothing in render.py or figure.py decodes wire data itself.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.base.shapes import mapping
+from grader.result.parts import PublicAnswer, Section
+from grader.result.record import GradeResult
 from grader.run.decoded import NOTHING, decode
 
 KINDS = ("measured", "simulated")
@@ -44,12 +45,11 @@ class Shown:
         return self.value is not NOTHING
 
     @classmethod
-    def of(cls, entry: dict[str, Any]) -> Shown:
-        raised = mapping(entry, "raised")
-        return cls(str(entry.get("case", "")), str(entry.get("name", "")), tuple(decode(list(entry.get("args") or []))),
-                   tuple(str(c) for c in entry.get("columns") or ()), str(entry.get("note") or ""),
-                   decode(entry["value"]) if "value" in entry else NOTHING, str(raised.get("type", "")),
-                   str(raised.get("message", "")))
+    def of(cls, answer: PublicAnswer) -> Shown:
+        raised = answer.raised
+        return cls(answer.case, answer.name, tuple(decode(list(answer.args))), answer.columns, answer.note,
+                   decode(answer.value) if answer.value is not NOTHING else NOTHING,
+                   raised.type if raised is not None else "", raised.message if raised is not None else "")
 
 
 @dataclass(frozen=True)
@@ -62,15 +62,13 @@ class Evidence:
     """kind -> exercise id -> its public answers."""
 
     @classmethod
-    def of(cls, result: dict[str, Any]) -> Evidence:
+    def of(cls, result: GradeResult) -> Evidence:
         values: dict[str, dict[str, Any]] = {}
         answers: dict[str, dict[str, tuple[Shown, ...]]] = {}
         for kind in KINDS:
-            section = mapping(result, kind)
-            values[kind] = {str(name): decode(value) if value is not None else None
-                            for name, value in (section.get("values") or {}).items()}
-            answers[kind] = {str(ex): tuple(Shown.of(entry) for entry in entries if isinstance(entry, dict))
-                             for ex, entries in (section.get("answers") or {}).items()}
+            section = getattr(result, kind) or Section()
+            values[kind] = {name: decode(value) if value is not None else None for name, value in section.values or ()}
+            answers[kind] = {ex: tuple(Shown.of(answer) for answer in shown) for ex, shown in section.answers}
         return cls(values, answers)
 
     def value(self, kind: str, name: str) -> Any:
