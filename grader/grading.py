@@ -19,7 +19,8 @@ from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox,
 from grader.lesson import catalog, folders, handout, releases, staff_code
 from grader.result import joining, parts, seeds, variants
 from grader.result.record import GradeResult
-from grader.run import decoded, device_check, execution, probe
+from grader.result.shown import Shown, evidence_values, public_answers
+from grader.run import device_check, execution, probe
 from grader.run.cells import SKIPPED
 
 
@@ -59,32 +60,6 @@ def plans_for(lesson: catalog.Lesson, seed: int, public_only: bool) -> list[prob
                 dataclasses.replace(case, columns=case.columns or columns.get(case.name, ()))  # names in feedback
                 for case in hidden.get(ex.id, [])))
             for ex in lesson.exercises]
-
-
-def _evidence(lesson: catalog.Lesson, plans: list[probe.ExercisePlan],
-              probes: dict[str, probe.Probe]) -> dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]]:
-    """The student's answers on the public inputs, by kind (measured, simulated), per exercise."""
-    shown: dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]] = {"measured": [], "simulated": []}
-    for ex, plan in zip(lesson.exercises, plans):
-        found = probes[ex.id]
-        if found.status != "ok":
-            continue
-        answers = tuple(  # the record keeps each value as the wire carried it
-            parts.PublicAnswer(case.label().replace("`", ""), case.name, tuple(case.args), tuple(case.kwargs.items()),
-                               tuple(case.columns), case.note, answer.wire if answer.has_value else decoded.NOTHING,
-                               answer.raised)
-            for case, answer in zip(plan.cases, found.results) if not case.hidden)
-        shown["measured" if ex.kind == "measured" else "simulated"].append((ex.id, answers))
-    return shown
-
-
-def _values(lesson: catalog.Lesson, plan: probe.ExercisePlan, found: probe.Probe) -> dict[str, dict[str, Any]]:
-    """Evidence values read after the run, split by kind; absent names are None."""
-    values: dict[str, dict[str, Any]] = {"measured": {}, "simulated": {}}
-    results = found.results if found.status == "ok" else (decoded.NO_ANSWER,) * len(plan.cases)
-    for case, answer in zip(plan.cases, results):
-        values[lesson.evidence[case.name]][case.name] = answer.wire if answer.has_value else None
-    return values
 
 
 def _differing(as_submitted: tuple[load.StoredOutput, ...], executed: Any) -> list[parts.Differing]:
@@ -134,7 +109,7 @@ class Judged:
 
     verdicts: tuple[verdict.ExerciseResult, ...]
     notes: tuple[str, ...]
-    shown: dict[str, list[tuple[str, tuple[parts.PublicAnswer, ...]]]]
+    shown: Shown
     values: dict[str, dict[str, Any]]
     seconds: float
 
@@ -173,9 +148,9 @@ def judge_run(drawn: Drawn, ran: _Ran, options: Options) -> Judged:
               for plan in drawn.plans}
     verdicts = verdicts_of(lesson, drawn.plans, probes, executed, drawn.submission, options, drawn.numbers)
     notes, verdicts = _noted(lesson, drawn.submission, drawn.release, verdicts)
-    values = _values(lesson, ran.evidence_plan, probe.collect(
+    values = evidence_values(lesson, ran.evidence_plan, probe.collect(
         ran.evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, SKIPPED), nonce, payload))
-    return Judged(tuple(verdicts), drawn.notes + tuple(notes), _evidence(lesson, drawn.plans, probes), values,
+    return Judged(tuple(verdicts), drawn.notes + tuple(notes), public_answers(lesson, drawn.plans, probes), values,
                   time.monotonic() - started)
 
 
@@ -254,19 +229,10 @@ def verdicts_of(lesson: catalog.Lesson, plans: list[probe.ExercisePlan], probes:
     reference = None if options.public_only else staff_code.reference(lesson)
     checks = staff_code.properties(lesson)
     public = public_expectations(lesson) if reference is not None else {}
-    verdicts = []
-    for ex, plan in zip(lesson.exercises, plans):
-        found = probes[ex.id]
-        cases, own = variants.own_figures(lesson, ex.id, list(plan.cases), numbers, submission.notebook,
-                                          reference is not None)
-        expects = [expectations.expectation(case, own) if own is not None and case.varies and not case.hidden
-                   else public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
-                   else expectations.expectation(case, reference) for i, case in enumerate(cases)]
-        if found.status == "ok":
-            pairs = [expectations.resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expects)]
-            cases, expects = [c for c, _ in pairs], [e for _, e in pairs]
-        verdicts.append(verdict.judge(ex, cases, found, expects, executed.cells, submission.notebook, checks))
-    return verdicts
+    owned = {ex.id: variants.own_figures(lesson, ex.id, list(plan.cases), numbers, submission.notebook, reference is not None)
+             for ex, plan in zip(lesson.exercises, plans)}
+    return verdict.judge_lesson(lesson.exercises, owned, probes, public, reference, executed.cells, submission.notebook,
+                                checks)
 
 
 def _noted(lesson: catalog.Lesson, submission: load.Submission, release: releases.Release,

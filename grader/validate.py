@@ -165,7 +165,7 @@ def before_regrade(lesson: catalog.Lesson, recorded: dict[str, dict[str, Any]]) 
     every figure the lesson states (else one line, GraderError, and nothing moves; `--force` regrades anyway)."""
     from grader.result import sign
 
-    now = sign.lesson_digests(lesson.id)[1]
+    now = sign.lesson_digests(lesson)[1]
     before = {(data.get("digests") or {}).get("reference") for data in recorded.values()}
     problems = stated_figures(lesson) if before - {now, None} else []
     if problems:

@@ -188,7 +188,7 @@ def run(request: Request) -> Summary:
             graded = _arrived(graded, plan, entry, lesson, members, store)
             worker, storing = graded.worker, time.monotonic()
             # The key is read by the parent only, for each record, and dropped: never held while workers fork.
-            done = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None)
+            done = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None, lesson)
             profile.append({"student": entry.student, "record": round(time.monotonic() - storing, 3),
                             "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
                                                             if k in worker},
@@ -339,11 +339,11 @@ def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tup
 
 
 def _store_safely(out: BatchFolder, plan: _Plan, entry: layouts.Entry, graded: finish.Graded,
-                  key: Any) -> Recorded:
+                  key: Any, lesson: catalog.Lesson) -> Recorded:
     """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
     book = plan.book
     try:
-        return out.store(book, entry.student, entry.paths[0], graded, key, plan.regrading)
+        return out.store(book, entry.student, entry.paths[0], graded, key, plan.regrading, lesson)
     except (OSError, ValueError, TypeError, sqlite3.Error) as err:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise  # the grader's disk, not the student: stop with the reason
@@ -351,7 +351,7 @@ def _store_safely(out: BatchFolder, plan: _Plan, entry: layouts.Entry, graded: f
         reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
         safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
                        digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
-        return out.store(book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading)
+        return out.store(book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading, lesson)
 
 
 def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:

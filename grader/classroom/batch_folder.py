@@ -36,7 +36,7 @@ from typing import Any
 from grader.base import files
 from grader.base.errors import GraderError
 from grader.intake import layouts
-from grader.lesson import course
+from grader.lesson import catalog, course
 from grader.report import finish
 from grader.result import record, sign
 from grader.result.gradebook import Gradebook
@@ -207,21 +207,21 @@ class BatchFolder:
     # -- the one write ----------------------------------------------------------------------------------------
     def record(self, book: Gradebook, student: str, graded: finish.Graded, key: Any = None,
                regrading: str | None = None, replacing: str | None = None,
-               on_disk: frozenset[str] = frozenset()) -> Recorded:
+               on_disk: frozenset[str] = frozenset(), lesson: catalog.Lesson | None = None) -> Recorded:
         """Record one student: notebook, reports, the signed result, then the gradebook row; returns what was recorded
         (the typed result and its signed JSON).
 
         `replacing`: the digest of the recorded grade this one joins again (a review decision, a changed policy):
         the row is updated in place; otherwise a new row is added (a regrade moves the old one to history).
         `on_disk`: the parts (`notebook`, `reports`) that `graded` holds as read back from this folder, only to be
-        signed over: not written again.
+        signed over: not written again. `lesson`: the lesson graded, where the caller holds it (see sign.stamp).
         """
         if graded.notebook and "notebook" not in on_disk:
             files.write_text(self.notebook(student), graded.notebook)
         if graded.report_html and "reports" not in on_disk:
             files.write_text(self.report(student, "html"), graded.report_html)
             files.write_text(self.report(student, "md"), graded.report_md)
-        data = graded.sealed(key)  # the record edge: JSON from here on
+        data = graded.sealed(key, lesson)  # the record edge: JSON from here on
         record.write_json(data, self.result(student))
         if replacing is not None:
             book.update(data, replacing)
@@ -230,7 +230,7 @@ class BatchFolder:
         return Recorded(graded.result, data)
 
     def store(self, book: Gradebook, student: str, path: Path, graded: finish.Graded, key: Any = None,
-              regrading: str | None = None) -> Recorded:
+              regrading: str | None = None, lesson: catalog.Lesson | None = None) -> Recorded:
         """A batch's grade made whole (its digest, its time, a rejection in the parent drawn), then recorded."""
         result = graded.result
         if not result.digest:
@@ -239,7 +239,7 @@ class BatchFolder:
             result = replace(result, graded_at=result.environment.get("graded_at"))
         drawn = finish.drawn(result) if not graded.report_html else graded  # a rejection in the parent is drawn here
         graded = replace(graded, result=result, report_html=drawn.report_html, report_md=drawn.report_md)
-        return self.record(book, student, graded, key, regrading)
+        return self.record(book, student, graded, key, regrading, lesson=lesson)
 
     def claim(self) -> None:
         """Record which course grades this folder (its first batch), or refuse in one line to grade into a folder

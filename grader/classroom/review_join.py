@@ -68,7 +68,7 @@ def _rejoined(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: c
                                      report_md=out.read_text(out.report(who, "md")))
     joined = dataclasses.replace(joined, notebook=out.read_text(out.notebook(who)) or None)
     return result, out.record(book, who, joined, sign.signing_key(), replacing=str(data.get("digest") or ""),
-                              on_disk=frozenset(on_disk)).signed
+                              on_disk=frozenset(on_disk), lesson=lesson).signed
 
 
 def moved(out: BatchFolder, lesson: Lesson, students: list[str], store: Any, members: class_list.Roster | None,

@@ -16,7 +16,7 @@ from typing import Any
 
 from grader.base import spelling
 from grader.base.errors import GraderError, LessonError
-from grader.judge.expectations import Expectation, Pending, Refused, Unavailable, Value, asked
+from grader.judge.expectations import Expectation, Pending, Refused, Unavailable, Value, asked, expectation, resolved
 from grader.judge.matching import compare
 from grader.lesson.cases import Accepts, Case, Checks, Holds, Raises, Recompute
 from grader.lesson.catalog import Exercise
@@ -238,6 +238,25 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
                          f"{culprit.evalue or 'left out: it stopped the kernel'}"]
     what = f"{culprit.ename}: {culprit.evalue}".strip(": ")
     return "error", [f"{names} undefined after {cell_name(notebook, culprit.index)} raised {what}"]
+
+
+def judge_lesson(exercises: tuple[Exercise, ...], owned: dict[str, tuple[list[Case], Any]], probes: dict[str, Probe],
+                 public: dict[tuple[str, int], Expectation], reference: Any, cells: tuple[CellRun, ...], notebook: Any,
+                 checks: Checks) -> list[ExerciseResult]:
+    """Every exercise judged, in the lesson's order. A case's expectation is the student's own figures where the
+    course gave them numbers (`owned`: each exercise's cases and those figures), else the lesson's public one (asked
+    once per batch: `public`), else the reference's answer; it is resolved against what the student answered."""
+    verdicts = []
+    for ex in exercises:
+        found, (cases, own) = probes[ex.id], owned[ex.id]
+        expects = [expectation(case, own) if own is not None and case.varies and not case.hidden
+                   else public[(ex.id, i)] if (ex.id, i) in public and not case.hidden
+                   else expectation(case, reference) for i, case in enumerate(cases)]
+        if found.status == "ok":
+            pairs = [resolved(c, r, e, reference) for c, r, e in zip(cases, found.results, expects)]
+            cases, expects = [c for c, _ in pairs], [e for _, e in pairs]
+        verdicts.append(judge(ex, cases, found, expects, cells, notebook, checks))
+    return verdicts
 
 
 def judge(exercise: Exercise, cases: list[Case], probe: Probe, expectations: list[Expectation],

@@ -39,10 +39,11 @@ class Graded:
     """Which worker graded it and when it began and ended (pid, start, end; monotonic clock), for the batch's
     phase profile."""
 
-    def sealed(self, key: Any) -> dict[str, Any]:
-        """The result as written: JSON data, signed with `key` (if any) over itself and the files beside it."""
+    def sealed(self, key: Any, lesson: Any = None) -> dict[str, Any]:
+        """The result as written: JSON data, signed with `key` (if any) over itself and the files beside it (and the
+        digests of `lesson`'s folders, where the caller holds the lesson the result names)."""
         return sign.stamp(self.result.to_dict(), key, notebook=self.notebook, report=self.report_html,
-                          markdown=self.report_md)
+                          markdown=self.report_md, lesson=lesson)
 
 
 def drawn(result: GradeResult) -> Graded:

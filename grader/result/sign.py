@@ -244,29 +244,32 @@ def sign(data: dict[str, Any], key: Any) -> dict[str, Any]:
 
 
 @functools.cache
-def lesson_digests(lesson_id: str | None) -> tuple[str | None, str | None]:
-    """(lesson, reference) digests of a lesson's folders, read once per process; (None, None) for no known lesson."""
-    if lesson_id not in catalog.available():
+def lesson_digests(lesson: catalog.Lesson | None) -> tuple[str | None, str | None]:
+    """(lesson, reference) digests of a lesson's folders, read once per process; (None, None) for no lesson."""
+    if lesson is None:
         return None, None
-    lesson = catalog.get(lesson_id)
     return (folder_digest(lesson.folder, ("lesson.toml", "scaffold.py", "properties.py")),
             folder_digest(lesson.solutions, ("answers.py", "hidden.py")))
 
 
 def stamp(data: dict[str, Any], key: Any, *, notebook: str | None, report: str | None,
-          markdown: str | None) -> dict[str, Any]:
+          markdown: str | None, lesson: catalog.Lesson | None = None) -> dict[str, Any]:
     """The result as it is recorded: the digests of what it stands for, then the signature (or `unsigned`).
 
-    A self-check used no reference, so its result names none.
+    `lesson`: the lesson the result names, where the caller holds it (a batch); else it is looked up by the id the
+    result names. A self-check used no reference, so its result names none.
     """
     data = dict(data)
-    lesson, reference = lesson_digests(data.get("lesson"))
+    if lesson is None or lesson.id != data.get("lesson"):
+        named = data.get("lesson")
+        lesson = catalog.get(named) if isinstance(named, str) and named in catalog.available() else None
+    lesson_digest, reference = lesson_digests(lesson)
     data["digests"] = {
         "submission": data.get("digest"),
         "notebook": digest(notebook) if notebook else None,
         "report": digest(report) if report else None,
         "report_md": digest(markdown) if markdown else None,
-        "lesson": lesson,
+        "lesson": lesson_digest,
         "reference": None if data.get("mode") == "check" else reference,
     }
     return sign(data, key) if key is not None else unsigned(data)

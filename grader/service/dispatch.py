@@ -218,7 +218,7 @@ class _Host:
             review_store.close(store)
         key = sign.signing_key()  # read for each record and dropped, as a batch's parent does
         return self.out.store(self.book, job.student, self.out.received(job.sha256, job.name), joined, key,
-                              job.regrade).result
+                              job.regrade, self.lesson).result
 
     def _class_files(self, idle: bool) -> None:
         if not self.dirty or (not idle and time.monotonic() - self.written < CLASS_FILES_S):
