@@ -132,8 +132,8 @@ FILE_EDGE = {"result/record.py", "result/sign.py", "result/gradebook.py", "class
              "result/regrade.py", "classroom/verify.py"}
 """Where a result's JSON is read and written: the record's serialiser pair, the signature (and what verifies it,
 and a regrade's comparison of signed digests), the gradebook, the batch folder."""
-NOT_RESULTS = {("intake/load.py", "_check_shape"), ("judge/mistakes.py", "of_result")}
-"""A notebook's JSON; a gradebook row's trimmed summary."""
+NOT_RESULTS = {("intake/load.py", "_check_shape")}
+"""A notebook's JSON."""
 RESULT_NAMES = ("result", "data", "before", "after")
 
 

@@ -140,7 +140,7 @@ def test_doctored_stored_outputs_are_flagged_in_the_summary_the_report_and_the_d
     assert result["stored_outputs"] > 0 and result["as_submitted"]
     assert f"note: {len(result['as_submitted'])} stored output(s) differ" in render_text.result_text(read_result(result))
     assert "differ from the fresh run" in render.report_html(typed(result)).split("<h2>Exercises</h2>")[0]
-    dashboard = render.dashboard_html([gradebook.summary(result)], catalog.get(LESSON))
+    dashboard = render.dashboard_html([gradebook.summary(typed(result))], catalog.get(LESSON))
     assert "Stored outputs that differ from the fresh run" in dashboard and "doctored" in dashboard
     clean = graded.solution(LESSON)  # written by the grader, never run: no stored outputs at all
     assert clean["stored_outputs"] == 0 and "submitted without stored outputs" in render.report_html(typed(clean))

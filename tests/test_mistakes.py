@@ -18,7 +18,12 @@ from grader.result.record import GradeResult
 
 
 def _result(student, *exercises):
-    return GradeResult(status="graded", lesson="inference-capacity", student=student, exercises=exercises).to_dict()
+    return GradeResult(status="graded", lesson="inference-capacity", student=student, exercises=exercises)
+
+
+def _grouped(results):
+    """The mistakes grouped as the batch's dashboard groups them: from the gradebook's summaries."""
+    return mistakes.grouped([gradebook.summary(r) for r in results])
 
 
 def _queue(*cases, status="failed"):
@@ -37,7 +42,7 @@ def test_alike_mistakes_group_with_their_students_and_keep_one_real_message():
         _result("cy", _queue(_case("`simulate(a, 2.0)`", "error", "raised KeyError: 'x'"))),
         _result("dee", _queue(_case("`simulate(a, 2.0)`", "passed", ""), status="passed")),
     ]
-    (first, second), = mistakes.grouped(rows).values()
+    (first, second), = _grouped(rows).values()
     assert first.students == ["ada", "ben"] and first.outcome == "failed" and first.input == "`simulate(a, 2.0)`"
     assert first.message == "`simulate(a, 2.0)`: expected 4.0 for position [2], got 3.5 in [1, 2, 3.5]"  # numbers kept
     assert second.students == ["cy"] and second.outcome == "error"
@@ -47,7 +52,7 @@ def test_hidden_cases_are_one_kind_of_input_whatever_each_student_drew():
     rows = [_result("ada", _queue(_case("`f(0.31)`", "failed", "your answer (2.0) differs from the reference", True),
                                   _case("`f(0.77)`", "failed", "your answer (5.5) differs from the reference", True))),
             _result("ben", _queue(_case("`f(0.12)`", "failed", "your answer (1.0) differs from the reference", True)))]
-    (group,), = mistakes.grouped(rows).values()
+    (group,), = _grouped(rows).values()
     assert group.students == ["ada", "ben"] and group.input == "hidden cases"  # ada's two are one mistake of hers
     assert group.message == "hidden case `f(0.31)`: your answer (2.0) differs from the reference"
 
@@ -55,7 +60,7 @@ def test_hidden_cases_are_one_kind_of_input_whatever_each_student_drew():
 def test_an_exercise_not_judged_case_by_case_is_one_mistake_and_a_summary_keeps_them():
     missing = ExerciseResult("burst", "missing", 0.0, 1.0, "simulated", ("`burst` is not defined: define it",))
     rows = [_result("ada", missing), _result("ben", missing)]
-    (group,), = mistakes.grouped(rows).values()
+    (group,), = _grouped(rows).values()
     assert group.students == ["ada", "ben"] and group.outcome == "missing" and group.input == ""
     summaries = [gradebook.summary(row) for row in rows]  # what the batch's dashboard reads
     assert mistakes.grouped(summaries)["burst"][0].students == ["ada", "ben"]
@@ -91,8 +96,7 @@ def test_the_grouped_mistakes_render_in_chromium(tmp_path):
 def test_one_bug_on_several_public_inputs_is_one_row():
     from grader.judge import mistakes
 
-    data = {"status": "graded", "student": "ada", "exercises": [{"id": "ex", "status": "failed", "cases": [
-        {"label": f"`f({n})`", "hidden": False, "outcome": "failed", "message": f"`f({n})`: expected {n}, got {n + 1}"}
-        for n in (1, 2, 3)] + [{"label": "`g()`", "hidden": False, "outcome": "error", "message": "`g()`: raised KeyError"}]}]}
-    rows = mistakes.of_result(data)
+    cases = tuple(CaseVerdict(f"`f({n})`", False, "failed", f"`f({n})`: expected {n}, got {n + 1}") for n in (1, 2, 3))
+    rows = mistakes.of_result((ExerciseResult("ex", "failed", 0.0, 1.0, "simulated", (),
+                                              cases + (CaseVerdict("`g()`", False, "error", "`g()`: raised KeyError"),)),))
     assert [(r["input"], r["outcome"]) for r in rows] == [("`f(1)`", "failed"), ("`g()`", "error")]

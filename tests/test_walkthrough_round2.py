@@ -56,7 +56,7 @@ def test_names_stand_beside_ids_where_the_roster_gives_them(graded):
     from grader.result import gradebook
 
     lesson = catalog.get("inference-scaling")
-    ada = dict(gradebook.summary(graded.solution("inference-scaling")), student="1001", name="Ada Lovelace")
+    ada = dict(gradebook.summary(typed(graded.solution("inference-scaling"))), student="1001", name="Ada Lovelace")
     absent = [{"student": "1007", "name": "Ben Bitdiddle", "status": "missing", "lesson": lesson.id}]
     page = render.dashboard_html([ada], lesson, absent)
     notice = re.search(r"<strong>No submission</strong>(.*?)</p>", page, flags=re.S).group(1)
@@ -324,14 +324,14 @@ def test_a_recomputation_that_raised_says_what_it_raised_and_one_message_counts_
 def test_one_students_bug_over_many_hidden_cases_is_one_mistake_and_a_quiet_regrade_says_so():
     from grader.classroom import batch
     from grader.judge import mistakes
+    from grader.judge.verdict import CaseVerdict, ExerciseResult
     from grader.report import render_text
 
     messages = [f"hidden case `simulate_queue({i})`: the {word} of 3 returned values ({name}), at index [{i}] differs"
                 for i, (word, name) in enumerate([("first", "start"), ("second", "finish"), ("third", "latency"),
                                                    ("first", "start"), ("second", "finish"), ("third", "latency")])]
-    cases = [{"label": f"`simulate_queue({i})`", "hidden": True, "outcome": "failed", "message": m}
-             for i, m in enumerate(messages)]
-    found = mistakes.of_result({"exercises": [{"id": "burst", "status": "failed", "cases": cases, "messages": []}]})
+    cases = tuple(CaseVerdict(f"`simulate_queue({i})`", True, "failed", m) for i, m in enumerate(messages))
+    found = mistakes.of_result((ExerciseResult("burst", "failed", 0.0, 1.0, "simulated", (), cases),))
     assert len(found) == 1 and found[0]["input"] == "hidden cases" and found[0]["message"] == messages[0]
     quiet = batch.Summary(total=2, skipped=0, named={"changed": []})
     assert "the regrade moved no grade" in render_text.report_line(quiet)
@@ -384,7 +384,7 @@ def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(grade
     from grader.result import gradebook
 
     lesson = catalog.get("inference-scaling")
-    ada = dict(gradebook.summary(graded.solution("inference-scaling")), student="ada")
+    ada = dict(gradebook.summary(typed(graded.solution("inference-scaling"))), student="ada")
     page = render.dashboard_html([ada], lesson)
     table = page.split('<table class="by-exercise">')[1].split("</table>")[0]
     for exercise in lesson.exercises:

@@ -238,8 +238,8 @@ class Review:
                           "names its student too)")
 
     def _join(self, student: str) -> None:
-        sealed = review_join.student(self.folder, self.lesson, student, self.store, self.members, self.book)
-        self.graded[student] = gradebook.summary(sealed)
+        joined = review_join.student(self.folder, self.lesson, student, self.store, self.members, self.book)
+        self.graded[student] = gradebook.summary(joined)
 
     def agreement(self) -> agreement.Agreement | None:
         """The graders' agreement on the answers graded twice (None before any second decision)."""

@@ -48,14 +48,15 @@ def graded(done: finish.Graded, lesson: Lesson, decided: Decisions) -> finish.Gr
 
 
 def student(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
-            book: gradebook.Gradebook) -> dict[str, Any]:
+            book: gradebook.Gradebook) -> GradeResult:
     """Join one student's recorded grade with the decisions now in `store` and the course's policy now: report,
-    result and gradebook row."""
-    return _rejoined(out, lesson, who, store, members, book)[1] or {}
+    result and gradebook row; returns the result as recorded now."""
+    before, after = _rejoined(out, lesson, who, store, members, book)
+    return after if after is not None else before
 
 
 def _rejoined(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: class_list.Roster | None,
-              book: gradebook.Gradebook, only_if_moved: bool = False) -> tuple[GradeResult, dict[str, Any] | None]:
+              book: gradebook.Gradebook, only_if_moved: bool = False) -> tuple[GradeResult, GradeResult | None]:
     """(the recorded result, what was recorded now: None when `only_if_moved` and the join moves nothing)."""
     result, data = out.recorded(who, lesson.id)
     joined = graded(finish.Graded(result, notebook=None), lesson, decisions(store, lesson, who, members))
@@ -68,7 +69,7 @@ def _rejoined(out: BatchFolder, lesson: Lesson, who: str, store: Any, members: c
                                      report_md=out.read_text(out.report(who, "md")))
     joined = dataclasses.replace(joined, notebook=out.read_text(out.notebook(who)) or None)
     return result, out.record(book, who, joined, sign.signing_key(), replacing=str(data.get("digest") or ""),
-                              on_disk=frozenset(on_disk), lesson=lesson).signed
+                              on_disk=frozenset(on_disk), lesson=lesson).result
 
 
 def moved(out: BatchFolder, lesson: Lesson, students: list[str], store: Any, members: class_list.Roster | None,
@@ -84,7 +85,7 @@ def moved(out: BatchFolder, lesson: Lesson, students: list[str], store: Any, mem
             lines.append(f"{who}: not joined again ({str(err)[:120]})")
             continue
         if after is not None:
-            lines.append(f"{who}: {spelling.score(before.score)} -> {spelling.score(after.get('score'))}")
+            lines.append(f"{who}: {spelling.score(before.score)} -> {spelling.score(after.score)}")
     return lines
 
 

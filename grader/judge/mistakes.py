@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.judge.verdict import CaseVerdict, ExerciseResult
+
 PER_EXERCISE = 6
 """Distinct mistakes kept per student and exercise (a class's summary rows stay small)."""
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d*)?([eE][-+]?\d+)?(?![\w])")
@@ -26,40 +28,38 @@ def folded(text: str) -> str:
     return _NUMBER.sub("#", _HIDDEN.sub("hidden case", text))[:200]
 
 
-def _detail(case: dict[str, Any]) -> str:
-    prefix = f"hidden case {case['label']}" if case.get("hidden") else str(case.get("label", ""))
-    message = str(case.get("message") or "")
-    return message[len(prefix) + 2:] if message.startswith(prefix + ": ") else message
+def _detail(case: CaseVerdict) -> str:
+    prefix = f"hidden case {case.label}" if case.hidden else case.label
+    return case.message[len(prefix) + 2:] if case.message.startswith(prefix + ": ") else case.message
 
 
-def of_result(data: dict[str, Any]) -> list[dict[str, str]]:
-    """One student's mistakes: {exercise, outcome, input, key, message} for each distinct one."""
+def of_result(exercises: tuple[ExerciseResult, ...]) -> list[dict[str, str]]:
+    """One student's mistakes, from their verdicts: {exercise, outcome, input, key, message} for each distinct one."""
     found: list[dict[str, str]] = []
-    for exercise in data.get("exercises") or []:
-        if exercise.get("status") == "passed":
+    for exercise in exercises:
+        if exercise.status == "passed":
             continue
-        cases = [c for c in exercise.get("cases") or [] if c.get("outcome") in ("failed", "error")]
-        messages = list(exercise.get("messages") or [])
+        cases = [c for c in exercise.cases if c.outcome in ("failed", "error")]
         if not cases:
-            message = messages[0] if messages else exercise.get("status", "")
-            found.append({"exercise": exercise["id"], "outcome": exercise.get("status", ""), "input": "",
+            message = exercise.messages[0] if exercise.messages else exercise.status
+            found.append({"exercise": exercise.id, "outcome": exercise.status, "input": "",
                           "key": folded(message), "message": message})
             continue
         seen: set[tuple[str, str, str]] = set()
         hidden: set[str] = set()
         said: set[tuple[str, str]] = set()
         for case in cases:
-            where = "hidden cases" if case.get("hidden") else str(case.get("label", ""))
-            key = (case["outcome"], where, folded(_detail(case)))
-            if key in seen or where == "hidden cases" and case["outcome"] in hidden:
+            where = "hidden cases" if case.hidden else case.label
+            key = (case.outcome, where, folded(_detail(case)))
+            if key in seen or where == "hidden cases" and case.outcome in hidden:
                 continue  # a student's hidden cases of one outcome are one mistake: one bug, many draws
             if where != "hidden cases" and (key[0], key[2]) in said:
                 continue  # the same problem on another public input: one bug, said once (its first input shown)
-            hidden |= {case["outcome"]} if where == "hidden cases" else set()
+            hidden |= {case.outcome} if where == "hidden cases" else set()
             said.add((key[0], key[2]))
             seen.add(key)
-            found.append({"exercise": exercise["id"], "outcome": key[0], "input": where, "key": key[2],
-                          "message": str(case.get("message") or "")})
+            found.append({"exercise": exercise.id, "outcome": key[0], "input": where, "key": key[2],
+                          "message": case.message})
             if len(seen) >= PER_EXERCISE:
                 break
     return found
@@ -78,13 +78,13 @@ class Group:
 
 
 def grouped(rows: list[dict[str, Any]]) -> dict[str, list[Group]]:
-    """Per exercise, its mistakes from the most students to the fewest (each student counted once a group)."""
+    """Per exercise, its mistakes from the most students to the fewest (each student counted once a group); `rows`
+    are the gradebook's summaries (gradebook.summary), which hold each student's mistakes."""
     groups: dict[tuple[str, str, str, str], Group] = {}
     for row in rows:
         if row.get("status") != "graded":
             continue
-        mistakes = row["mistakes"] if "mistakes" in row else of_result(row)
-        for mistake in mistakes:
+        for mistake in row.get("mistakes") or ():
             key = (mistake["exercise"], mistake["outcome"], mistake["input"], mistake["key"])
             group = groups.setdefault(key, Group(key[0], key[1], key[2], mistake["message"]))
             if row["student"] not in group.students:

@@ -278,13 +278,13 @@ def markdown_environment() -> jinja2.Environment:
     return env
 
 
-def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
+def dashboard_data(results: list[Any], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
                    changes: list[Any] | None = None, similar: Any = None) -> dict[str, Any]:
     """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students. `results` are
-    the gradebook's summaries (gradebook.summary); a whole result is summarised first."""
+    the gradebook's summaries (gradebook.summary); a whole GradeResult is summarised first."""
     from collections import Counter
 
-    results = [gradebook.summary(r) if "environment" in r else r for r in results]
+    results = [gradebook.summary(r) if isinstance(r, GradeResult) else r for r in results]
     # the class is the roster's where there is one: a student outside it (a platform's test student, dropped on
     # purpose) is listed apart, never counted in the class's figures
     graded = [r for r in results if r["status"] == "graded" and r.get("on_roster") is not False]

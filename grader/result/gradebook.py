@@ -18,9 +18,8 @@ from typing import Any
 
 from grader.base import escape, files
 from grader.base.errors import GradebookError
-from grader.base.shapes import mapping
 from grader.judge import mistakes
-from grader.result.record import INTERNAL_ERROR, GradeResult, dumps, read_result
+from grader.result.record import INTERNAL_ERROR, SCHEMA, GradeResult, dumps, read_result
 
 
 class Gradebook:
@@ -139,8 +138,8 @@ class Gradebook:
         result carries every sample and answer, a summary about a kilobyte.
         """
         latest: dict[tuple[str, str], dict[str, Any]] = {}
-        for data in self.rows(lesson):
-            latest[(data.get("lesson") or "", data["student"])] = summary(data)
+        for result in self.results(lesson):
+            latest[(result.lesson or "", result.student)] = summary(result)
         return [latest[key] for key in sorted(latest)]
 
     def update(self, data: dict[str, Any], digest: str) -> None:
@@ -182,35 +181,36 @@ def _retryable(status: str, text: str) -> bool:
     return status == "rejected" and (json.loads(text).get("error") or "").startswith(INTERNAL_ERROR)
 
 
-def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a result that the CSV and the dashboard use."""
-    keep = {k: data.get(k) for k in ("schema", "status", "lesson", "student", "score", "max_score", "error", "graded_at")}
-    box = mapping(data, "sandbox")
-    keep["isolated"] = box.get("isolated") if data.get("status") == "graded" else None
-    keep["differing_outputs"] = len(data.get("as_submitted") or [])
-    env = mapping(data, "environment")
+def summary(result: GradeResult) -> dict[str, Any]:
+    """The fields of a result that the CSV and the dashboard use (a row of plain data, about a kilobyte)."""
+    graded = result.status == "graded"
+    keep: dict[str, Any] = {"schema": SCHEMA, "status": result.status, "lesson": result.lesson, "student": result.student,
+                            "score": result.score, "max_score": result.max_score, "error": result.error,
+                            "graded_at": result.graded_at}
+    keep["isolated"] = result.sandbox.isolated if graded and result.sandbox is not None else None
+    keep["differing_outputs"] = len(result.as_submitted) if graded else 0
+    env = result.environment
     keep["host"] = f"{env.get('cpu_model') or '?'} ({env.get('cpu_count') or '?'} cores)" if env else None
     keep["device"] = f"{env.get('jax_backend') or '?'}: {env.get('jax_device_kind') or '?'}" if env else None
-    arrived = mapping(data, "submitted_as")
-    charged = mapping(mapping(data, "manual"), "late")  # late by the platform's mark, or by its time against due
-    keep.update(name=arrived.get("name") or "",
-                late=bool(arrived.get("late")) or bool(charged.get("days")), on_roster=arrived.get("on_roster"),
-                section=arrived.get("section") or "", handout_of=data.get("handout_of"))
+    arrived = result.submitted_as
+    manual = result.manual if graded else None
+    late = manual.late if manual is not None else None  # late by the platform's mark, or by its time against due
+    keep.update(name=arrived.name if arrived else "", late=bool(arrived and arrived.late) or bool(late and late.days),
+                on_roster=arrived.on_roster if arrived else None, section=arrived.section if arrived else "",
+                handout_of=result.handout_of if graded else None)
     # The dashboard reads the first message of an exercise that did not pass, and nothing else of the messages;
     # ids, statuses and kinds repeat in every row, so each is kept once (interned).
-    manual = mapping(data, "manual")
-    overridden = {o.get("exercise"): o for o in manual.get("overrides") or [] if isinstance(o, dict)}
-    keep["exercises"] = [{"id": _once(e["id"]), "status": _once(e["status"]),
-                          "score": overridden[e["id"]].get("score") if e["id"] in overridden else e["score"],
-                          "kind": _once(e.get("kind")), "override": overridden.get(e["id"], {}).get("reason"),
-                          "messages": list(e.get("messages") or [])[:1] if e["status"] != "passed" else []}
-                         for e in data.get("exercises", [])]
-    late = mapping(manual, "late")
-    keep["manual"] = {"written": {w.get("question"): w.get("points") for w in manual.get("written") or []
-                                  if isinstance(w, dict)},
-                      "penalty": late.get("points"), "late_percent": late.get("percent"), "days_late": late.get("days"),
-                      "before_penalty": manual.get("before_penalty")} if manual else None
-    keep["mistakes"] = mistakes.of_result(data)  # distinct, and few per exercise: the rows stay small
+    overridden = {o.exercise: o for o in manual.overrides} if manual is not None else {}
+    keep["exercises"] = [{"id": _once(e.id), "status": _once(e.status),
+                          "score": overridden[e.id].score if e.id in overridden else e.score,
+                          "kind": _once(e.kind), "override": overridden[e.id].reason if e.id in overridden else None,
+                          "messages": list(e.messages[:1]) if e.status != "passed" else []}
+                         for e in result.exercises]
+    keep["manual"] = {"written": {w.question: w.points for w in manual.written},
+                      "penalty": late.points if late else None, "late_percent": late.percent if late else None,
+                      "days_late": late.days if late else None,
+                      "before_penalty": manual.before_penalty} if manual is not None else None
+    keep["mistakes"] = mistakes.of_result(result.exercises)  # distinct, and few per exercise: the rows stay small
     return keep
 
 
