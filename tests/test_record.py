@@ -12,7 +12,7 @@ from grader.result import gradebook, record
 
 def _result(student, score, when):
     return {"schema": 1, "status": "graded", "lesson": "l", "student": student, "score": score, "max_score": 2.0,
-            "graded_at": when, "exercises": [{"id": "a", "score": score, "status": "passed"}]}
+            "graded_at": when, "exercises": [{"id": "a", "score": score, "max_score": 2.0, "kind": "simulated", "status": "passed"}]}
 
 
 def test_write_json_is_atomic_and_leaves_no_temp_files(tmp_path):
@@ -38,8 +38,10 @@ def test_rows_come_oldest_first_and_summaries_keep_only_what_the_dashboard_reads
     book = gradebook.Gradebook(tmp_path / "g.sqlite")
     for student, when in (("cat", "2026-01-03T00:00:00"), ("amy", "2026-01-01T00:00:00"), ("bob", "2026-01-02T00:00:00")):
         data = _result(student, 1.0, when)
-        data["exercises"] = [{"id": "a", "score": 1.0, "status": "passed", "messages": ["all 3 cases passed"]},
-                             {"id": "b", "score": 0.0, "status": "failed", "messages": ["first reason", "second"]}]
+        data["exercises"] = [{"id": "a", "score": 1.0, "max_score": 1.0, "kind": "simulated", "status": "passed",
+                              "messages": ["all 3 cases passed"]},
+                             {"id": "b", "score": 0.0, "max_score": 1.0, "kind": "simulated", "status": "failed",
+                              "messages": ["first reason", "second"]}]
         book.add(data, f"d-{student}")
     assert [r["student"] for r in book.rows()] == ["amy", "bob", "cat"]
     kept = book.latest()[0]["exercises"]
