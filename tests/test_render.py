@@ -19,6 +19,7 @@ from grader import grading
 from grader.classroom import batch, portfolio
 from grader.lesson import catalog, handout
 from grader.report import finish, render
+from grader.result import gradebook
 
 GOLDENS = Path(__file__).parent / "goldens"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -158,7 +159,7 @@ def test_dashboard_handles_a_thousand_students(graded):
         item["student"] = f"s{i:04d}"
         item["score"] = float(i % 4)
         results.append(item)
-    html = render.dashboard_html(results, catalog.get("inference-scaling"))
+    html = render.dashboard_html([gradebook.summary(typed(r)) for r in results], catalog.get("inference-scaling"))
     assert html.count('href="reports/s') == 1000
     assert "1000 students" in html
 
@@ -193,7 +194,8 @@ def test_report_and_dashboard_open_in_chromium(graded, tmp_path, request):
     results = [graded.solution("inference-capacity"), graded.patch("inference-capacity", "collection-off-by-one")]
     results[1]["student"] = "bob"
     dashboard = tmp_path / "index.html"
-    dashboard.write_text(render.dashboard_html(results, catalog.get("inference-capacity")))
+    dashboard.write_text(render.dashboard_html([gradebook.summary(typed(r)) for r in results],
+                                               catalog.get("inference-capacity")))
     for page, height, name in ((report, 2400, "report"), (dashboard, 1400, "dashboard")):
         png = tmp_path / f"{name}.png"
         log = _screenshot(page, png, tmp_path / f"profile-{name}", height)

@@ -21,6 +21,7 @@ from grader.classroom import batch, platforms, review
 from grader.intake import layouts
 from grader.lesson import catalog, handout
 from grader.report import platform_results, render
+from grader.result import gradebook
 from grader.result.record import read_result
 
 LESSON = "inference-scaling"
@@ -79,7 +80,7 @@ def test_a_student_the_roster_leaves_out_is_listed_apart_and_never_counted(canva
     assert "Not on the roster (graded, not counted in the class's figures): 9999" in shown or \
         "not counted in the class's figures): studenttest (9999)" in shown
     mean = (rows["1001"]["score"] + rows["1002"]["score"]) / 2  # the class's mean: Ada and Ben only
-    data = render.dashboard_data([typed(r) for r in rows.values()], catalog.get(LESSON))
+    data = render.dashboard_data([gradebook.summary(typed(r)) for r in rows.values()], catalog.get(LESSON))
     assert data["mean"] == pytest.approx(mean) and data["graded"] == 2
     assert "Late (marked by the platform, or by its submission time): Hopper, Ben (1002)" in shown
     opened = review.Review(out, "ta")

@@ -16,6 +16,7 @@ from typing import Any
 import nbformat
 
 from grader.base import files
+from grader.lesson import catalog
 from grader.report import render
 from grader.result import record, sign
 from grader.result.parts import Section
@@ -39,7 +40,7 @@ class Graded:
     """Which worker graded it and when it began and ended (pid, start, end; monotonic clock), for the batch's
     phase profile."""
 
-    def sealed(self, key: Any, lesson: Any = None) -> dict[str, Any]:
+    def sealed(self, key: Any, lesson: catalog.Lesson | None = None) -> dict[str, Any]:
         """The result as written: JSON data, signed with `key` (if any) over itself and the files beside it (and the
         digests of `lesson`'s folders, where the caller holds the lesson the result names)."""
         return sign.stamp(self.result.to_dict(), key, notebook=self.notebook, report=self.report_html,

@@ -27,7 +27,6 @@ from grader.judge import mistakes
 from grader.lesson import catalog
 from grader.lesson.folders import course_folder
 from grader.report import absent, figure, manual_view
-from grader.result import gradebook
 from grader.result.evidence import Evidence, Shown
 from grader.result.record import INTERNAL_ERROR, GradeResult
 from grader.run.decoded import Opaque
@@ -278,13 +277,12 @@ def markdown_environment() -> jinja2.Environment:
     return env
 
 
-def dashboard_data(results: list[Any], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
+def dashboard_data(results: list[dict[str, Any]], lesson: Any, absent: list[dict[str, Any]] | tuple[()] = (),
                    changes: list[Any] | None = None, similar: Any = None) -> dict[str, Any]:
     """Aggregates for the batch dashboard: distribution, pass rates, top failures, problem students. `results` are
-    the gradebook's summaries (gradebook.summary); a whole GradeResult is summarised first."""
+    the gradebook's summaries (gradebook.summary)."""
     from collections import Counter
 
-    results = [gradebook.summary(r) if isinstance(r, GradeResult) else r for r in results]
     # the class is the roster's where there is one: a student outside it (a platform's test student, dropped on
     # purpose) is listed apart, never counted in the class's figures
     graded = [r for r in results if r["status"] == "graded" and r.get("on_roster") is not False]
