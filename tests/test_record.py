@@ -136,3 +136,27 @@ def test_a_written_result_reads_back_into_the_same_typed_record(graded):
         assert record.read_result(back.to_dict()) == back
     capacity = record.read_result(graded.solution("inference-capacity"))
     assert capacity.measured is not None and capacity.measured.how is not None  # the lesson measures timings
+
+
+def test_a_stored_row_is_summarised_as_its_whole_result_is():
+    """The gradebook leaves a row's bulky parts unread when it summarises it: none of them is one the summary reads."""
+    from grader.judge.verdict import CaseVerdict, ExerciseResult
+    from grader.result.manual import LateCharge, Manual, Override, WrittenGrade
+    from grader.result.parts import CellFacts, Differing, Explanation, SandboxFacts, Section, Submitted
+
+    cases = (CaseVerdict("`f(1)`", False, "failed", "`f(1)`: expected 2, got 3"), CaseVerdict("`f(7)`", True, "error"))
+    result = record.GradeResult(
+        status="graded", lesson="l", student="ada", score=0.5, max_score=2.0, graded_at="2026-01-01T00:00:00",
+        exercises=(ExerciseResult("a", "failed", 0.0, 1.0, "simulated", ("first", "second"), cases),
+                   ExerciseResult("b", "passed", 1.0, 1.0, "measured", ("all passed",))),
+        measured=Section(values=(("t", [1.0]),)), simulated=Section(values=(("q", 2),)),
+        environment={"cpu_model": "x86", "cpu_count": 2, "jax_backend": "cpu", "jax_device_kind": "cpu"},
+        sandbox=SandboxFacts("bwrap", "root", "nobody", False, True), cells=(CellFacts(0, "c", "ok"),),
+        as_submitted=(Differing("c", "1", "2"),), explanations=(Explanation("e", "explanation", "why"),),
+        handout_of="ben", submitted_as=Submitted("flat", ("ada.ipynb",), name="Ada", late=True, on_roster=True),
+        manual=Manual(1.0, 0.6, (WrittenGrade("q1", points=None, max_points=1.0),),
+                      (Override("b", 0.5, "partly", autograded=1.0),), LateCharge(2.0, 20.0, 0.1)))
+    whole = gradebook.summary(result)
+    assert gradebook.row_summary(result.to_dict()) == whole
+    assert whole["late"] and whole["differing_outputs"] == 1 and whole["exercises"][1]["score"] == 0.5
+    assert whole["manual"]["written"] == {"q1": None} and [m["input"] for m in whole["mistakes"]] == ["`f(1)`", "hidden cases"]

@@ -138,8 +138,8 @@ class Gradebook:
         result carries every sample and answer, a summary about a kilobyte.
         """
         latest: dict[tuple[str, str], dict[str, Any]] = {}
-        for result in self.results(lesson):
-            latest[(result.lesson or "", result.student)] = summary(result)
+        for data in self.rows(lesson):
+            latest[(data.get("lesson") or "", data["student"])] = row_summary(data)
         return [latest[key] for key in sorted(latest)]
 
     def update(self, data: dict[str, Any], digest: str) -> None:
@@ -179,6 +179,16 @@ class Gradebook:
 
 def _retryable(status: str, text: str) -> bool:
     return status == "rejected" and (json.loads(text).get("error") or "").startswith(INTERNAL_ERROR)
+
+
+UNSUMMARISED = ("measured", "simulated", "cells", "explanations")
+"""The parts of a result its summary never reads (the student's values, the run's cells, their words): the bulk of
+a stored row, left unread when the gradebook summarises its rows."""
+
+
+def row_summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The summary of a stored row's JSON: read back at this edge, without the parts a summary never reads."""
+    return summary(read_result({k: v for k, v in data.items() if k not in UNSUMMARISED}))
 
 
 def summary(result: GradeResult) -> dict[str, Any]:
