@@ -18,7 +18,7 @@ from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.intake import load
 from grader.kernel import warm_start
-from grader.lesson import catalog, folders, staff_code
+from grader.lesson import catalog, folders, handout, staff_code
 from grader.report import finish
 from grader.result.record import INTERNAL_ERROR
 from grader.run import probe
@@ -41,6 +41,10 @@ def prepare(lesson: catalog.Lesson, options: Options) -> None:
         except Exception:
             pass
     staff_code.properties(lesson)
+    try:
+        handout.warm(lesson)
+    except GraderError:  # each grade then says why
+        pass
     probe.warm()
     load.warm()
     host.facts(folders.course_root())

@@ -140,6 +140,17 @@ def other_lesson(lesson: catalog.Lesson, notebook: Any) -> tuple[str, int, int] 
     return best[1], best[2], best[3]
 
 
+def warm(lesson: catalog.Lesson) -> None:
+    """Read now what every grade of `lesson` reads from the scaffolds (a batch parent does this once, before its
+    workers fork): its prompts and given cells, and every other lesson a notebook's names are compared with."""
+    prompt_texts(lesson), given_sources(lesson), given_by_id(lesson)
+    for other_id in catalog.available():
+        try:
+            needed_names(catalog.get(other_id))
+        except LessonError:
+            continue
+
+
 @functools.cache
 def prompt_texts(lesson: catalog.Lesson) -> frozenset[str]:
     """The scaffold's own text (stripped) of its prediction and explanation cells: an unchanged one is unanswered."""

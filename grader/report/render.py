@@ -248,9 +248,11 @@ reported after the student's cells is labelled so: the student's code could have
 
 
 def warm() -> None:
-    """Compile the report and figure templates once, before workers fork."""
-    environment().get_template("report.html.j2")
-    environment().get_template("figure.svg.j2")
+    """Compile the report and figure templates once, before workers fork: the pages and the parts they import or
+    include (Jinja compiles those only when a page is first drawn, which would be once in every worker)."""
+    for name in ("report.html.j2", "figure.svg.j2", "_views.html.j2", "_style.css.j2"):
+        environment().get_template(name)
+    markdown_environment().get_template("report.md.j2")
 
 
 def report_html(result: GradeResult) -> str:
