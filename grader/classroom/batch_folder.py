@@ -222,11 +222,12 @@ class BatchFolder:
             files.write_text(self.report(student, "html"), graded.report_html)
             files.write_text(self.report(student, "md"), graded.report_md)
         data = graded.sealed(key, lesson)  # the record edge: JSON from here on
-        record.write_json(data, self.result(student))
+        text = record.dumps(data)  # encoded once: the file and the gradebook's row hold the same text
+        files.write_text(self.result(student), text)
         if replacing is not None:
-            book.update(data, replacing)
+            book.update(data, replacing, text)
         else:
-            book.add(data, data["digest"], regrading)
+            book.add(data, data["digest"], regrading, text)
         return Recorded(graded.result, data)
 
     def store(self, book: Gradebook, student: str, path: Path, graded: finish.Graded, key: Any = None,

@@ -92,8 +92,9 @@ class Gradebook:
                               " AND (? IS NULL OR regrade=?)", (lesson, student, digest, regrade, regrade)).fetchone()
         return row is not None and not _retryable(*row)
 
-    def add(self, data: dict[str, Any], digest: str, regrade: str | None = None) -> bool:
-        """Record a result once; only a grader failure is ever replaced. True if added.
+    def add(self, data: dict[str, Any], digest: str, regrade: str | None = None, text: str | None = None) -> bool:
+        """Record a result once; only a grader failure is ever replaced. True if added. `text`: the result's JSON
+        as its file already holds it (`record.dumps(data)`), so a batch does not encode it twice.
 
         In a regrade, the student's earlier rows of this lesson move to the history table first (a grader
         failure of this very regrade is simply replaced), so the row holds the current grade."""
@@ -103,7 +104,8 @@ class Gradebook:
                             " result_json, ? FROM grades WHERE lesson=? AND student=? AND regrade IS NOT ?",
                             (regrade,) + key[:2] + (regrade,))
             self.db.execute("DELETE FROM grades WHERE lesson=? AND student=?", key[:2])
-        values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"), dumps(data))
+        values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"),
+                  dumps(data) if text is None else text)
         cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                  key + values + (regrade,))
         if cursor.rowcount != 1 and (stored := self._stored(key)) is not None and _retryable(*stored):
@@ -142,13 +144,13 @@ class Gradebook:
             latest[(data.get("lesson") or "", data["student"])] = row_summary(data)
         return [latest[key] for key in sorted(latest)]
 
-    def update(self, data: dict[str, Any], digest: str) -> None:
+    def update(self, data: dict[str, Any], digest: str, text: str | None = None) -> None:
         """Replace the recorded result of (lesson, student, digest) with the same grade joined with the instructor's
-        part (review.py): the row stays where it is, its score and result change."""
+        part (review.py): the row stays where it is, its score and result change. `text`: as in `add`."""
         key = (data.get("lesson") or "", data["student"], digest)
         cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, result_json=? WHERE lesson=? AND "
                                  "student=? AND digest=?", (data["status"], data.get("score"), data.get("max_score"),
-                                                            dumps(data), *key))
+                                                            dumps(data) if text is None else text, *key))
         if cursor.rowcount != 1:
             raise GradebookError(f"no recorded grade of {data['student']!r} for this submission to update")
         self.db.commit()
