@@ -15,7 +15,7 @@ from grader.base.errors import DeviceUnavailable, GraderError, LessonError, Sand
 from grader.base.options import MAX_HASH_SEED, Options
 from grader.intake import load
 from grader.judge import completion, expectations, verdict
-from grader.kernel import compile_cache, devices, isolation, leftovers, sandbox, zygote
+from grader.kernel import compile_cache, devices, isolation, leftovers, managers, sandbox, zygote
 from grader.lesson import catalog, folders, handout, releases, staff_code
 from grader.result import joining, parts, seeds, variants
 from grader.result.record import GradeResult
@@ -215,8 +215,8 @@ def run_submission(lesson: catalog.Lesson, submission: load.Submission, plans: l
     prefix = _warm_prefix(lesson, submission.notebook, options, start) if warm else frozenset()
     limits = options.limits
     executed = execution.execute(submission.notebook, tail, limits,
-                           functools.partial(zygote.kernel_manager, report, limits, start, warm_cells=bool(prefix))
-                           if warm else functools.partial(sandbox.kernel_manager, report, limits, start),
+                           functools.partial(managers.forked, report, limits, start, warm_cells=bool(prefix))
+                           if warm else functools.partial(managers.started, report, limits, start),
                            given=given, warm=prefix)
     return _Ran(executed, report, start, device, checked, fell_back, nonce, evidence_plan, given)
 

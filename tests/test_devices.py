@@ -17,7 +17,7 @@ from conftest import FAST, SEED, write
 
 from grader import cli
 from grader.base.limits import Limits
-from grader.kernel import devices, sandbox
+from grader.kernel import devices, launch, managers, sandbox
 from grader.lesson import catalog, handout
 from grader.run import execution
 
@@ -118,8 +118,8 @@ def test_a_gpu_kernels_memory_bound_is_no_address_space_limit_and_every_other_la
     report = sandbox.plan(FAST)
     limits = replace(FAST, cell_timeout=60)
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROBE)])
-    done = execution.execute(notebook, [], limits, lambda: sandbox.kernel_manager(report, limits,
-                                                                          sandbox.KernelStart(device=device)))
+    done = execution.execute(notebook, [], limits, lambda: managers.started(report, limits,
+                                                                          devices.KernelStart(device=device)))
     printed = "".join(o.get("text", "") for o in done.notebook.cells[0].outputs if o.get("output_type") == "stream")
     facts = json.loads(printed.strip().splitlines()[-1])
     infinity = -1  # resource.RLIM_INFINITY as the kernel's Python prints it
@@ -140,4 +140,4 @@ def test_the_handout_of_a_lesson_that_runs_the_network_asks_for_full_precision_a
     text = Path(released).read_text()
     assert 'jax.config.update(\\"jax_default_matmul_precision\\", \\"highest\\")' in text
     assert "seed's tolerance" in text or "agrees with NumPy" in text
-    assert sandbox.kernel_env(tmp_path)["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"  # notebooks handed out before
+    assert launch.kernel_env(tmp_path)["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"  # notebooks handed out before

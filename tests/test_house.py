@@ -284,7 +284,7 @@ def test_a_private_upstream_override_is_caught():
                "    def on_cell(self):\n"
                "        self.km._kernel_spec = 1\n")
     assert upstream_private_uses(planted) == ["C overrides _check_raise_for_error", "touches ._kernel_spec"]
-    assert upstream_private_uses("from grader.kernel.sandbox import SandboxKernelManager\n") == []
+    assert upstream_private_uses("from grader.kernel.managers import SandboxKernelManager\n") == []
     assert upstream_private_uses("from jupyter_client.manager import _ShutdownStatus\n") == [
         "imports _ShutdownStatus from jupyter_client.manager"]
     public = ("import os\nfrom nbclient import NotebookClient\nclass C(NotebookClient):\n"

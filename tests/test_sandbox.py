@@ -27,7 +27,7 @@ from conftest import FAST, SEED, full_marks, patched_solution, statuses, write
 
 from grader import grading
 from grader.base.errors import SandboxUnavailable
-from grader.kernel import devices, leftovers, sandbox, zygote
+from grader.kernel import devices, leftovers, managers, sandbox, zygote
 from grader.lesson import catalog, handout
 from grader.result import gradebook
 
@@ -254,7 +254,6 @@ def test_without_namespaces_root_still_runs_the_kernel_as_nobody(monkeypatch, tm
 def test_zygote_kernels_start_fresh_and_see_only_their_own_dirs(make_notebook):
     import nbformat
 
-    from grader.kernel import zygote
     from grader.run import execution
 
     report = sandbox.plan(FAST)
@@ -269,7 +268,7 @@ def test_zygote_kernels_start_fresh_and_see_only_their_own_dirs(make_notebook):
         "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])")), 4)
     outputs = []
     for notebook in (first, second):
-        done = execution.execute(notebook, [], FAST, lambda: zygote.kernel_manager(report, FAST))
+        done = execution.execute(notebook, [], FAST, lambda: managers.forked(report, FAST))
         outputs.append("".join(o.get("text", "") for c in done.notebook.cells for o in c.get("outputs", [])))
     lines = outputs[1].splitlines()
     assert lines[0] == "False False False False"             # nothing of the first notebook survives
@@ -287,7 +286,7 @@ def _worker_kernel(queue) -> None:
     from grader.run import execution
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
-    done = execution.execute(notebook, [], FAST, lambda: zygote.kernel_manager(sandbox.plan(FAST), FAST))
+    done = execution.execute(notebook, [], FAST, lambda: managers.forked(sandbox.plan(FAST), FAST))
     queue.put((str(zygote.shared(FAST).home), "".join(o.get("text", "") for o in done.notebook.cells[0].outputs)))
 
 
@@ -328,7 +327,6 @@ def test_every_kernel_has_a_user_namespace_and_no_terminal_of_its_own(make_noteb
 
     import nbformat
 
-    from grader.kernel import zygote
     from grader.run import execution
 
     report = sandbox.plan(FAST)
@@ -344,7 +342,7 @@ def test_every_kernel_has_a_user_namespace_and_no_terminal_of_its_own(make_noteb
         "print(os.readlink('/proc/self/ns/user'), resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
         "try:\n    os.open('/dev/tty', os.O_RDWR)\n    print('tty')\nexcept OSError as err:\n    print(err.errno)")), 4)
     slow = replace(FAST, cell_timeout=120, notebook_timeout=150)
-    make = (lambda: zygote.kernel_manager(report, slow)) if warm else (lambda: sandbox.kernel_manager(report, slow))
+    make = (lambda: managers.forked(report, slow)) if warm else (lambda: managers.started(report, slow))
     held: list[Any] = []
     thread = threading.Thread(target=lambda: held.append(execution.execute(holder, [], slow, make)))
     thread.start()
@@ -397,7 +395,6 @@ def filled_cache(tmp_path_factory):
 def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, make_notebook, warm):
     import nbformat
 
-    from grader.kernel import zygote
     from grader.run import execution
 
     assert filled_cache and any(Path(filled_cache).iterdir())
@@ -418,9 +415,9 @@ def test_kernels_read_the_compilation_cache_and_none_can_write_it(filled_cache, 
         "    except OSError as err:\n"
         "        print('refused', err.errno)\n")
     notebook = nbformat.read(str(make_notebook(*given, probe)), 4)
-    start = sandbox.KernelStart(device="cpu", warm_imports=("numpy", "jax", "jax.numpy"), compile_cache=filled_cache)
+    start = devices.KernelStart(device="cpu", warm_imports=("numpy", "jax", "jax.numpy"), compile_cache=filled_cache)
     report = sandbox.plan(FAST)
-    make = (lambda: zygote.kernel_manager(report, FAST, start)) if warm else (lambda: sandbox.kernel_manager(report, FAST, start))
+    make = (lambda: managers.forked(report, FAST, start)) if warm else (lambda: managers.started(report, FAST, start))
     done = execution.execute(notebook, [], FAST, make)
     lines = "".join(o.get("text", "") for o in done.notebook.cells[-1].get("outputs", [])).split()
     assert lines[0] == "hit"                          # the shape was compiled once, before any kernel ran
@@ -475,7 +472,7 @@ def test_a_notebook_that_changed_a_warm_cell_runs_them_all_itself(tmp_path):
 @pytest.mark.parametrize("cells, used", [(("X = 1", "Y = X + 1"), True), (("X = 1", "print(X)"), False),
                                          (("X = 1 / 0",), False), (("%time X = 1",), False)])
 def test_warm_cells_that_raise_print_or_need_ipython_are_left_to_each_kernel(cells, used):
-    template = zygote.Zygote(FAST, start=sandbox.KernelStart(warm_cells=cells))
+    template = zygote.Zygote(FAST, start=devices.KernelStart(warm_cells=cells))
     try:
         assert template.warm_cells is used
     finally:

@@ -1,4 +1,4 @@
-"""Sandbox: a fresh, single-use kernel for every submission.
+"""Sandbox: the isolation of the fresh, single-use kernel of every submission, planned by trial (`plan`).
 
 The kernel talks to the grader over jupyter_client's `ipc` transport (Unix
 sockets in a per-run directory), so it needs no TCP. Where bubblewrap is
@@ -9,7 +9,7 @@ outputs or gradebook), writes only a private scratch directory and private
 size-limited /tmp and /dev/shm, runs as an unprivileged user with no
 capabilities and no-new-privileges, and under rlimits. Ending its pid namespace
 ends everything the notebook started. Where a layer is missing the report says
-so, and `require` turns that into `SandboxUnavailable`.
+so, and `require` turns that into `SandboxUnavailable`. The kernels themselves are started in managers.py.
 """
 
 from __future__ import annotations
@@ -18,21 +18,13 @@ import functools
 import os
 import platform
 import shutil
-import sys
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.kernelspec import KernelSpec
-
 from grader.base.errors import SandboxUnavailable
 from grader.base.limits import Limits
-from grader.kernel import upstream
-from grader.kernel.devices import KernelStart
 from grader.kernel.isolation import LAYERS, NOBODY, SandboxReport, as_nobody, run_root
-from grader.kernel.launch import bwrap_argv, bwrap_path, kernel_env, prlimit_argv, python, setpriv_argv
-from grader.kernel.leftovers import become_subreaper, end_leftovers
+from grader.kernel.launch import bwrap_argv, bwrap_path, python, setpriv_argv
 
 
 @functools.cache
@@ -177,79 +169,3 @@ def _trial(rootless: bool, own_user_namespace: bool) -> str:
         return ""
     said = " ".join(done.stderr.split())[-160:]
     return f"exit {done.returncode}" + (f": {said}" if said else "")
-
-
-class SandboxKernelManager(upstream.QuickKernelManager):
-    """A single-use kernel: ipc transport, private dirs, optional bwrap wrapper."""
-
-    on_interrupt: Callable[[], None] | None = None
-    """Called before each interrupt nbclient sends on a cell's timeout (execution.py: a second one means stuck)."""
-
-    async def interrupt_kernel(self) -> None:  # type: ignore[override]
-        if self.on_interrupt is not None:
-            self.on_interrupt()
-        await super().interrupt_kernel()
-
-    def __init__(self, *, report: SandboxReport, limits: Limits, start: KernelStart | None = None, **kwargs: Any) -> None:
-        super().__init__(kernel_name="python3", client_class=upstream.CLIENT_CLASS, **kwargs)
-        self.report = report
-        self.grade_limits = limits
-        self.start = start or KernelStart()
-        rid = uuid.uuid4().hex[:10]
-        root = run_root()
-        self.rundir = root / "run" / rid
-        self.scratch = root / "scratch" / rid
-        for folder in (root, root / "run", root / "scratch"):
-            folder.mkdir(mode=0o755, exist_ok=True)
-            folder.chmod(0o755)
-        for folder in (self.rundir, self.scratch):
-            folder.mkdir(mode=0o700)
-            if as_nobody(report):
-                os.chown(folder, NOBODY, NOBODY)
-        self.transport = "ipc"
-        self.ip = str(self.rundir / "k")
-        self.connection_file = str(self.rundir / "kernel.json")
-        self.grader_kernel_spec = KernelSpec(
-            argv=[python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            display_name="Python 3 (grader)", language="python", interrupt_mode="message",
-        )
-
-    @property
-    def kernel_spec(self) -> KernelSpec:  # the notebook never picks the kernel
-        return self.grader_kernel_spec
-
-    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        cmd = super().format_kernel_cmd(extra_arguments)
-        if as_nobody(self.report):
-            os.chown(self.connection_file, NOBODY, NOBODY)
-        if self.report.mode == "nobody":
-            return setpriv_argv() + prlimit_argv(self.grade_limits, self.start.device) + cmd
-        if not self.report.mode.startswith("bwrap"):
-            return cmd
-        return bwrap_argv(self.rundir, self.scratch, self.grade_limits, self.report, self.start) + cmd
-
-    def start_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for `start_kernel`: clean environment, scratch cwd, quiet stdio."""
-        import subprocess
-
-        if self.report.mode == "nobody":
-            become_subreaper()  # what the kernel leaves behind is reparented here, to be ended after it
-
-        env = kernel_env(self.scratch, self.start)
-        if not self.report.mode.startswith("bwrap"):
-            env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
-        return {"env": env, "cwd": str(self.scratch), "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-
-    def remove_dirs(self) -> None:
-        """After the kernel: end every process it left behind (a kernel as nobody has no pid namespace whose end
-        ends them), then delete its run and scratch dirs."""
-        if self.report.mode == "nobody":
-            end_leftovers(NOBODY)
-        for folder in (self.rundir, self.scratch):
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def kernel_manager(report: SandboxReport, limits: Limits, start: KernelStart | None = None,
-                   **kwargs: Any) -> SandboxKernelManager:
-    """A new single-use kernel manager for one run of one submission."""
-    return SandboxKernelManager(report=report, limits=limits, start=start, **kwargs)

@@ -20,19 +20,15 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.provisioning import LocalProvisioner
-
 from grader.base.errors import SandboxUnavailable
 from grader.base.limits import Limits
-from grader.kernel import devices, isolation, launch, sandbox
+from grader.kernel import devices, isolation, launch
 
 SCRIPT = Path(__file__).with_name("zygote_process.py")
 START_TIMEOUT = 90.0
@@ -209,65 +205,3 @@ def stop_shared() -> None:
     with _STARTING:
         if _ZYGOTE is not None:
             _ZYGOTE.stop()
-
-
-class ZygoteProvisioner(LocalProvisioner):
-    """Launches the kernel by asking the zygote instead of running a command."""
-
-    zygote: Zygote | None = None
-    request: dict[str, Any] = {}
-
-    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
-        assert self.zygote is not None
-        spawned = self.zygote.spawn(self.request)
-        self.process = spawned  # type: ignore[assignment]  # a pidfd-backed process answers as Popen does
-        self.pid = spawned.pid
-        self.pgid = None
-        self.cwd = kwargs.get("cwd")
-        await self._sockets_bound()
-        return self.connection_info
-
-    async def _sockets_bound(self, timeout: float = 30.0) -> None:
-        """Return once the kernel has bound its ipc sockets, so the client's first connect succeeds
-        (otherwise zmq backs off and retries); a dead kernel or the timeout returns early too."""
-        import asyncio
-
-        info = self.connection_info
-        paths = [Path(f"{info['ip']}-{info[key]}") for key in
-                 ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port") if key in info]
-        deadline = time.monotonic() + timeout
-        while not all(path.exists() for path in paths) and time.monotonic() < deadline:
-            if self.process is None or self.process.poll() is not None:
-                return
-            await asyncio.sleep(0.005)
-
-
-def request_for(km: Any, limits: Limits) -> dict[str, Any]:
-    """What the zygote needs to start one kernel (no secrets: the key stays in the connection file)."""
-    env = launch.kernel_env(km.scratch, km.start)
-    env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"
-    prefixes = {str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}
-    report = km.report
-    return {"connection_file": km.connection_file, "rundir": str(km.rundir), "scratch": str(km.scratch),
-            "keep_readonly": sorted(p for p in prefixes if p.startswith("/tmp/")),
-            "become_nobody": not report.rootless, "own_user_namespace": bool(report.budgets.get("own_user_namespace")),
-            "env": env, "limits": dict({k: v for k, v in asdict(limits).items()
-                                        if k in ("memory_bytes", "processes", "file_bytes", "open_files", "cpu_seconds")},
-                                       memory_rlimit=devices.memory_rlimit(km.start.device))}
-
-
-def kernel_manager(report: isolation.SandboxReport, limits: Limits, start: devices.KernelStart | None = None,
-                   warm_cells: bool = False) -> Any:
-    """A single-use kernel manager whose kernel is forked by this process's zygote; with `warm_cells`, the kernel
-    starts in the namespace of the zygote's run of the lesson's warm cells (only if that run succeeded)."""
-    km = sandbox.kernel_manager(report, limits, start)
-    template = shared(limits, start)
-
-    def provisioner(manager: Any) -> ZygoteProvisioner:
-        made = ZygoteProvisioner(kernel_id=manager.kernel_id, kernel_spec=manager.kernel_spec, parent=manager)
-        made.zygote = template
-        made.request = dict(request_for(manager, limits), warm_cells=warm_cells and template.warm_cells)
-        return made
-
-    km.provisioner_factory = provisioner
-    return km

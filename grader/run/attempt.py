@@ -24,7 +24,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from grader.base.limits import Limits
 from grader.kernel import protocol
-from grader.kernel.sandbox import SandboxKernelManager
+from grader.kernel.managers import SandboxKernelManager
 from grader.run.cells import TRUNCATED, CellRun, ProbeOutcome, plain_traceback, readable, short_error, stdout, whole_seconds
 from grader.run.sections import JOURNAL, Sectioned
 from grader.run.tail import Tail

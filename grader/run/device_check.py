@@ -21,7 +21,7 @@ from typing import Any
 import nbformat
 
 from grader.base.limits import Limits
-from grader.kernel import devices, isolation, sandbox
+from grader.kernel import devices, isolation, managers
 from grader.run import execution
 
 BACKENDS = {"gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",), "cpu": ("cpu",)}
@@ -92,7 +92,7 @@ def _check(device: str, report: isolation.SandboxReport, limits: Limits) -> Devi
                     startup_timeout=max(limits.startup_timeout, 60), cell_timeouts=())
     start = devices.KernelStart(device=device)
     try:
-        done = execution.execute(notebook, [], roomy, lambda: sandbox.kernel_manager(report, roomy, start))
+        done = execution.execute(notebook, [], roomy, lambda: managers.started(report, roomy, start))
     except Exception as err:
         return DeviceCheck(device, False, why=f"the kernel did not start ({type(err).__name__}: {str(err)[:200]})")
     cell = done.notebook.cells[0]

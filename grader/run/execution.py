@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.base.limits import Limits
-from grader.kernel.sandbox import SandboxKernelManager
+from grader.kernel.managers import SandboxKernelManager
 from grader.run.attempt import Attempt, AttemptRun, Plan
 from grader.run.cells import CellRun, ProbeOutcome, cell_name
 from grader.run.sections import Sectioned
