@@ -39,7 +39,6 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
     layout); rerun to resume."""
     began = time.monotonic()
     from grader.kernel import warm_start
-    from grader.report import render_text
 
     options = options_from(zygote=not no_zygote, **flags)
     if options.sandbox == "none":
@@ -53,8 +52,9 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
     if not regrade:
         options = replace(options, hash_seed=seeds.batch_hash_seed_for(lesson.id, options.hash_seed))
     if scheduler is None and not regrade:
-        warm_start.start(lesson, options)
+        warm_start.start(lesson, options)  # before the rest of the batch's imports, which its start then overlaps
     from grader.classroom import batch as batching
+    from grader.report import render_text
 
     try:
         summary = batching.run(batching.Request(Path(folder), lesson, Path(out_dir), jobs, options, scheduler,

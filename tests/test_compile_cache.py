@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.kernel import compile_cache
-from grader.lesson import catalog
+from grader.lesson import catalog, handout
 
 LESSON = "inference-capacity"
 
@@ -21,7 +21,7 @@ def tiny_lesson(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))
     real = catalog.get(LESSON)
     warmups = {"code": "double(jnp.ones(3)).block_until_ready()"}
-    monkeypatch.setattr(compile_cache.handout, "given_cells_in_order",
+    monkeypatch.setattr(handout, "given_cells_in_order",
                         lambda lesson_id: ["import jax, jax.numpy as jnp\ndouble = jax.jit(lambda x: x * 2)"])
     monkeypatch.setattr(compile_cache.catalog, "get", lambda lesson_id: replace(real, compile_warmup=warmups["code"]))
     compile_cache.folder_for.cache_clear()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from grader.base import files, host
 from grader.kernel import devices, launch
-from grader.lesson import catalog, handout
+from grader.lesson import catalog
 
 FILL_TIMEOUT = 300.0
 """Seconds the filling process may take."""
@@ -71,7 +71,10 @@ def folder_for(lesson_id: str, device: str) -> Path:
     """The cache folder this lesson, device and machine would use (it may not exist yet)."""
     lesson = catalog.get(lesson_id)
     env = launch.kernel_env(Path("/tmp"), devices.KernelStart(device=device))
-    facts = {"cells": handout.given_cells_in_order(catalog.get(lesson_id)), "warmup": lesson.compile_warmup,
+    # The scaffold's text stands for its given cells (it holds them, and a change anywhere in it only refills the
+    # cache once): no notebook is read, so a batch names the cache, and starts its template, before importing nbformat.
+    scaffold = (lesson.folder / "scaffold.py").read_text(encoding="utf-8")
+    facts = {"scaffold": scaffold, "warmup": lesson.compile_warmup,
              "jax": _version("jax"), "jaxlib": _version("jaxlib"), "python": sys.version, "machine": platform.machine(),
              "processor": host.cpu_flags(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
     digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -100,6 +103,8 @@ def ensure(lesson_id: str, device: str) -> str:
         cache = work / "cache"
         cache.mkdir()
         program = work / "cells.json"
+        from grader.lesson import handout  # only to fill (once per machine): naming a cache reads no notebook
+
         program.write_text(json.dumps([handout.given_cells_in_order(catalog.get(lesson_id)), lesson.compile_warmup]))
         env = dict(launch.kernel_env(work, devices.KernelStart(device=device)),
                    **launch.compile_cache_env(str(cache), writer=True))
