@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import median, mixed_set, plain_run
+from common import bytecode, median, mixed_set, plain_run
 from phase_profile import PHASES, rows_of
 
 GRADER = [sys.executable, "-m", "grader"]
@@ -64,6 +64,7 @@ def baseline(folders: dict[str, list[Path]]) -> float:
 
 
 def main(per_lesson: int, rounds: int) -> None:
+    print(bytecode(), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         folders = mixed_set(Path(tmp) / "in", per_lesson)
         count = sum(len(v) for v in folders.values())

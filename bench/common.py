@@ -77,5 +77,19 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - began
 
 
+def bytecode() -> str:
+    """Compile the grader's modules to bytecode, as an installed grader has them, and say so: where
+    PYTHONDONTWRITEBYTECODE is set (it is on the course's build machines) a checkout is otherwise compiled again
+    by every grader process that starts (about 0.15 s), which is no cost of the grader's own."""
+    import compileall
+
+    import grader
+
+    folder = Path(grader.__file__).parent
+    compileall.compile_dir(str(folder), quiet=1)
+    setting = os.environ.get("PYTHONDONTWRITEBYTECODE")
+    return f"grader modules compiled to bytecode first ({folder}; PYTHONDONTWRITEBYTECODE={setting or 'unset'})"
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from common import median
+from common import bytecode, median
 
 BATCH = "import grader.cli, grader.classroom.batch, grader.kernel.warm_start"
 WAYS = {
@@ -30,6 +30,7 @@ def timed(code: str) -> float:
 
 
 def main(rounds: int) -> None:
+    print(bytecode())
     loaded = subprocess.run([sys.executable, "-c", f"import sys; {BATCH}; print(sys.modules.get('rfc3987_syntax') is not None)"],
                             capture_output=True, text=True, check=True).stdout.strip()
     times: dict[str, list[float]] = {name: [] for name in WAYS}
