@@ -249,8 +249,10 @@ reported after the student's cells is labelled so: the student's code could have
 
 def warm() -> None:
     """Compile the report and figure templates once, before workers fork: the pages and the parts they import or
-    include (Jinja compiles those only when a page is first drawn, which would be once in every worker)."""
-    for name in ("report.html.j2", "figure.svg.j2", "_views.html.j2", "_style.css.j2"):
+    include (Jinja compiles those only when a page is first drawn, which would be once in every worker); and the
+    class's pages, which a batch draws after its last grade, when nothing else overlaps their compiling."""
+    for name in ("report.html.j2", "figure.svg.j2", "_views.html.j2", "_style.css.j2", "dashboard.html.j2",
+                 "similarity.html.j2"):
         environment().get_template(name)
     markdown_environment().get_template("report.md.j2")
 
