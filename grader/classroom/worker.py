@@ -43,7 +43,7 @@ def prepare(lesson: catalog.Lesson, options: Options) -> None:
     staff_code.properties(lesson)
     try:
         handout.warm(lesson)
-    except GraderError:  # each grade then says why
+    except Exception:  # a scaffold or another lesson that cannot be read: each grade then says why, or does without
         pass
     probe.warm()
     load.warm()
