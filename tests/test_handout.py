@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import nbformat
+from pathlib import Path
 
+import nbformat
+import pytest
+
+from grader.base.errors import LessonError
 from grader.lesson import catalog, handout
 
 LESSON = "inference-capacity"
@@ -52,3 +56,34 @@ def test_given_sources_match_the_scaffolds_given_cells():
     scaffold = handout.scaffold(catalog.get(LESSON))
     given = [c.source.strip() for c in scaffold.cells if "given" in c.metadata.get("tags", [])]
     assert handout.given_sources(catalog.get(LESSON)) == frozenset(given) and len(given) >= 2
+
+
+def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, monkeypatch):
+    """A batch's parent reads every lesson of the course before its workers fork (handout.warm); one that cannot be
+    read is passed over there, as a grade passes it over when it compares a notebook's names."""
+    import shutil
+
+    from grader.base.options import Options
+    from grader.classroom import worker
+
+    root = Path(__file__).resolve().parent.parent
+    home = tmp_path / "course"
+    shutil.copytree(root / "lessons" / "inference-scaling", home / "lessons" / "inference-scaling")
+    (home / "lessons" / "broken").mkdir(parents=True)
+    (home / "lessons" / "broken" / "lesson.toml").write_text("id = [unclosed\n")
+    monkeypatch.setenv("GRADER_COURSE", str(home))
+    catalog.forget()
+    try:
+        lesson = catalog.get("inference-scaling")
+        with pytest.raises(LessonError):
+            catalog.get("broken")
+        handout.warm(lesson)
+        assert handout.other_lesson(lesson, handout.scaffold(lesson)) is None
+        real = catalog.get
+        monkeypatch.setattr(catalog, "get", lambda lesson_id: real(lesson_id) if lesson_id == lesson.id else
+                            (_ for _ in ()).throw(OSError(f"{lesson_id}: unreadable")))
+        with pytest.raises(OSError):
+            handout.warm(lesson)
+        worker.prepare(lesson, Options(zygote=False, public_only=True))  # the batch goes on
+    finally:
+        catalog.forget()
