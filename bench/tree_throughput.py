@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import median, mixed_set
+from common import bytecode, median, mixed_set
 
 
 def batch(tree: Path, folders: dict[str, list[Path]], out: Path) -> float:
@@ -36,6 +36,8 @@ def main() -> None:
     trees = [Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()]
     per_lesson = int(sys.argv[3]) if len(sys.argv) > 3 else 20
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    for tree in trees:
+        print(bytecode(tree), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         folders = mixed_set(Path(tmp) / "in", per_lesson)
         count = sum(len(paths) for paths in folders.values())
