@@ -8,6 +8,7 @@ and becomes the kernel, so the lesson's heavy imports (its `warm_imports`) are p
 instead of once per notebook. The grader holds a pidfd of the child: polling
 it tells liveness, signalling it ends the child's pid namespace and with it
 everything the notebook started. Every kernel still serves one submission.
+The kernel manager that asks this template for a kernel is managers.forked.
 """
 
 from __future__ import annotations
