@@ -143,7 +143,8 @@ def other_lesson(lesson: catalog.Lesson, notebook: Any) -> tuple[str, int, int] 
 def warm(lesson: catalog.Lesson) -> None:
     """Read now what every grade of `lesson` reads from the scaffolds (a batch parent does this once, before its
     workers fork): its prompts and given cells, and every other lesson a notebook's names are compared with."""
-    prompt_texts(lesson), given_sources(lesson), given_by_id(lesson)
+    for read in (prompt_texts, given_sources, given_by_id):
+        read(lesson)
     for other_id in catalog.available():
         try:
             needed_names(catalog.get(other_id))
