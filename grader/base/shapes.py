@@ -24,26 +24,36 @@ class Shape:
 
     def warm(self) -> None:
         """Compile both checks now (a batch parent does this once, before it forks its workers)."""
+        self._compiled()
+        self._explainer()
+
+    def _compiled(self) -> Any:
         import fastjsonschema
-        import jsonschema
 
         if self._fast is None:
             self._fast = fastjsonschema.compile(self.schema)
+        return self._fast
+
+    def _explainer(self) -> Any:
+        """jsonschema's validator, made (and jsonschema imported: a tenth of a second) only to explain a refusal."""
+        import jsonschema
+
         if self._full is None:
             validator = jsonschema.Draft7Validator if self.draft == "7" else jsonschema.Draft202012Validator
             self._full = validator(self.schema)
+        return self._full
 
     def first_error(self, data: Any) -> Any:
         """None when the data fits, else jsonschema's best-matching error."""
         import fastjsonschema
-        import jsonschema
 
-        self.warm()
         try:
-            self._fast(data)
+            self._compiled()(data)
             return None
         except fastjsonschema.JsonSchemaException:
-            return jsonschema.exceptions.best_match(self._full.iter_errors(data))
+            import jsonschema
+
+            return jsonschema.exceptions.best_match(self._explainer().iter_errors(data))
 
 
 def mapping(data: Any, key: str) -> dict[str, Any]:

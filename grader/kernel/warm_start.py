@@ -11,27 +11,45 @@ from __future__ import annotations
 
 from grader.base.errors import GraderError
 from grader.base.options import Options
-from grader.kernel import compile_cache, devices, sandbox, zygote
+from grader.kernel import compile_cache, devices, launch, sandbox, zygote
 from grader.lesson import catalog
 
 
 def start(lesson: catalog.Lesson, options: Options) -> zygote.Zygote | None:
     """Start the lesson's template in the background (None where a batch would fork no kernels from one).
 
-    Fills the lesson's compilation cache first if this machine has none. The
-    template's hash seed is `options.hash_seed`: decide it before calling.
+    The template starts before the sandbox's trial runs (sandbox.plan, about a
+    tenth of a second of short sandboxes), which then overlaps its imports: it
+    runs only the course's code, and is stopped again where the trial finds no
+    working sandbox. A machine without the lesson's compilation cache fills it
+    first, once, and only where the trial passed. The template's hash seed is
+    `options.hash_seed`: decide it before calling.
     """
     if not options.zygote or options.device != "cpu":  # an accelerator's state does not survive a fork
         return None
-    try:
-        if sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode != "bwrap":
-            return None
-        device = "cpu"
-        start = devices.KernelStart(options.hash_seed or 0, device, lesson.warm_imports,
-                                    compile_cache.ensure(lesson.id, device), _warm_sources(lesson))
-    except GraderError:  # each grade then says why
+    if options.sandbox == "none" or not launch.bwrap_path():
         return None
-    return zygote.start_shared(options.limits, start)
+    device, template = "cpu", None
+    try:
+        cache = compile_cache.existing(lesson.id, device)
+        if lesson.compile_warmup and not cache:
+            if not _sandboxed(options):
+                return None
+            cache = compile_cache.ensure(lesson.id, device)
+        template = zygote.start_shared(options.limits, devices.KernelStart(
+            options.hash_seed or 0, device, lesson.warm_imports, cache, _warm_sources(lesson)))
+        if _sandboxed(options):
+            return template
+    except GraderError:  # each grade then says why
+        pass
+    if template is not None:
+        template.stop()
+    return None
+
+
+def _sandboxed(options: Options) -> bool:
+    """Whether grades here run in bubblewrap, the only sandbox a template serves (asked once per process)."""
+    return sandbox.plan(options.limits, options.sandbox, options.require_sandbox).mode == "bwrap"
 
 
 def _warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
