@@ -15,6 +15,7 @@ import ctypes
 import gc
 import importlib
 import json
+import logging
 import os
 import pdb  # noqa: F401
 import pydoc  # noqa: F401
@@ -52,6 +53,25 @@ CLONE_NEWUSER = 0x10000000
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 NOBODY = 65534
 libc = ctypes.CDLL(None, use_errno=True)
+
+
+class GradingKernelApp(IPKernelApp):
+    """ipykernel's app as a grading kernel needs it: one client asking one thing at a time.
+
+    Without the shell-channel thread (ipykernel's home for subshells, which no
+    grade asks for) the main thread reads the shell socket itself: one thread
+    hand-off less per request, as ipykernel runs a kernel that has no such
+    thread. Its log keeps warnings only (they go to /dev/null): ipykernel's
+    debug lines otherwise build four records a cell that nothing prints.
+    """
+
+    def init_sockets(self):
+        super().init_sockets()
+        self.shell_channel_thread = None
+
+    def init_kernel(self):
+        self.log.setLevel(logging.WARNING)
+        super().init_kernel()
 
 
 def _check(result, what):
@@ -176,7 +196,7 @@ def _become_kernel(request):
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()  # its legacy global generator: fresh per kernel
     sys.argv = ["ipykernel_launcher"]
-    app = IPKernelApp.instance()
+    app = GradingKernelApp.instance()
     warm = bool(request.get("warm_cells")) and WARM_NAMESPACE is not None
     if warm:  # the kernel's globals are the very namespace the warm cells' functions were defined in
         app.user_ns = WARM_NAMESPACE
