@@ -9,6 +9,7 @@ import dataclasses
 import math
 
 import nbformat
+import numpy as np
 import pytest
 from conftest import statuses
 
@@ -58,6 +59,22 @@ def test_rebuild_reproduces_the_sweep_table(ref, size):
     assert row["same_answer"] is same and near(row["accuracy"], acc, 4)
 
 
+@pytest.mark.parametrize("size", [3, 5, 7, 50, 99, 150, 199])
+def test_reference_sweep_agrees_with_process_group_called_on_every_group(ref, size):
+    """Hidden sizes: the reference works a call's rows out rather than running the pipeline on every group; run
+    it here, group by group, as the lesson's text describes, and count."""
+    predictions, rows, calls = {}, 0, 0
+    for period in ref["SERVING"]:
+        for start in range(0, len(ref["REQUESTS"]), size):
+            answers, read = ref["process_group"](ref["REQUESTS"][start:start + size], period)
+            predictions.update(answers)
+            rows, calls = rows + read, calls + 1
+    row = ref["sweep"](size)
+    right = sum(1 for key, truth in ref["TRUTH"].items() if predictions[key] == truth)
+    assert (row["calls"], row["rows_read"]) == (calls, rows)
+    assert row["accuracy"] == right / 600 and row["same_answer"] is True
+
+
 def test_label_balance_and_test_base_ratio(ref):
     labels = [ref["label"](r) for r in ref["ALL"]]
     assert (labels.count(0), labels.count(1)) == (1752, 448)
@@ -96,6 +113,16 @@ def test_rebuild_reproduces_the_cache_table(ref):
         assert near(read / 600, per_request, 2)
     assert near(ref["predicted_product"], 0.0549, 4) and near(ref["actual_combined"], 0.0568, 4)
     assert near(ref["batching_factor"], 0.1716, 4) and near(ref["cache_factor"], 0.3199, 4)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_reference_cost_agrees_with_process_group_on_drawn_streams(ref, seed):
+    """Streams like the hidden cases': the reference counts a call's rows itself; process_group says them."""
+    rng = np.random.default_rng(seed)
+    stream = [f"A{int(i) + 1:03d}" for i in rng.integers(0, 150, size=300)]
+    for size, period in ((1, "2026-12"), (7, "2026-11"), (40, "2026-10")):
+        said = sum(ref["process_group"](stream[i:i + size], period)[1] for i in range(0, len(stream), size))
+        assert ref["cost"](stream, size, period) == said
 
 
 BUGS = {

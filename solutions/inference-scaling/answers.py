@@ -6,15 +6,33 @@ import functools
 
 
 @functools.lru_cache(maxsize=None)
+def _alone(period):
+    """Every subscriber's prediction for `period`, asked one subscriber per call. A group's predictions are its
+    members' own: process_group predicts a subscriber from its history and its region's, whoever else it holds."""
+    each = {}
+    for subscriber in REQUESTS:
+        each.update(process_group([subscriber], period)[0])
+    return each
+
+
+def _rows_in_call(group):
+    """Rows one call over `group` reads: each distinct subscriber's history and each distinct region's, once."""
+    subscribers = set(group)
+    regions = {SUBSCRIBERS[s]["region"] for s in subscribers}
+    return sum(len(HISTORY_BY_SUBSCRIBER[s]) for s in subscribers) + sum(len(HISTORY_BY_REGION[g]) for g in regions)
+
+
+@functools.lru_cache(maxsize=None)
 def _serve(size):
-    """Process every serving period in consecutive groups of `size`."""
+    """Process every serving period in consecutive groups of `size` (the grader asks for many sizes, so a call's
+    predictions and rows are worked out as above rather than by running process_group on every group)."""
     predictions, rows_read, waited, calls, unfilled = {}, 0, 0, 0, 0
     for period in SERVING:
         groups = [REQUESTS[start:start + size] for start in range(0, len(REQUESTS), size)]
+        alone = _alone(period)
         for group in groups:
-            answers, read = process_group(group, period)
-            predictions.update(answers)
-            rows_read += read
+            predictions.update({(s, period): alone[(s, period)] for s in group})
+            rows_read += _rows_in_call(group)
             waited += len(group) * (len(group) - 1) // 2
             calls += 1
         unfilled = len(groups[-1]) if len(groups[-1]) != size else 0
@@ -57,17 +75,18 @@ def cheaper_class(n_requests, size, general, accel):
     return "accelerator" if accel_work < general_work else "general-purpose"
 
 # %% id=answer-cache tags=reference
-import functools
-
-
-@functools.lru_cache(maxsize=4096)
-def _rows_read(group, period):
-    """Rows one call reads; the grader asks for many streams, whose groups of one recur (200 subscribers)."""
-    return process_group(list(group), period)[1]
+def _read(group):
+    """Rows one process_group call reads (this cell stands alone, as every answer cell must: a notebook's other
+    answers may be anyone's): whole histories, of each distinct subscriber and region once, whatever the period."""
+    members = set(group)
+    regions = {SUBSCRIBERS[s]["region"] for s in members}
+    return sum(len(HISTORY_BY_SUBSCRIBER[s]) for s in members) + sum(len(HISTORY_BY_REGION[g]) for g in regions)
 
 
 def cost(calls, size, period="2026-12"):
-    return sum(_rows_read(tuple(calls[start:start + size]), period) for start in range(0, len(calls), size))
+    """Rows read serving `calls` in consecutive groups of `size` (the period changes what is predicted, never
+    what is read)."""
+    return sum(_read(calls[start:start + size]) for start in range(0, len(calls), size))
 
 
 def cache_batching_factors(stream, size):
