@@ -70,3 +70,15 @@ def test_values_that_break_a_report_cost_the_values_not_the_report(monkeypatch):
     monkeypatch.setattr(render, "report_html", fragile)
     html = finish.safe_report(_result(explanations=(Explanation("c", "explanation", "why"),)))
     assert "could not be shown in this report (ValueError: unshowable)" in html and "Score 0 / 2" in html
+
+
+def test_the_notebook_text_is_what_nbformat_writes_outputs_and_all():
+    """The worker's notebook text skips nbformat's second validation, never a byte of its writer: outputs,
+    non-ASCII text and metadata come out as nbformat.writes puts them."""
+    cell = nbformat.v4.new_code_cell("print('Zürich ✓')", execution_count=3)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="Zürich ✓\n"),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "[1,\n 2]"}, execution_count=3)]
+    notebook = nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("# T\n\nb")],
+                                        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"},
+                                                  "grader": {"lesson": "x"}})
+    assert finish.drawn(_result(notebook=notebook)).notebook == nbformat.writes(notebook)

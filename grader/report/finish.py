@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
+import nbformat.v4
 
 from grader.base import files
 from grader.lesson import catalog
@@ -50,7 +50,9 @@ class Graded:
 def drawn(result: GradeResult) -> Graded:
     """A result with its reports drawn and its executed notebook serialised: what every writer of a result
     (`grade`, a batch's worker, a portfolio) needs before it signs and writes."""
-    notebook = nbformat.writes(result.notebook) if result.notebook is not None else None
+    # nbformat.writes would validate the whole notebook first, only to log what it finds: its cells were checked
+    # when the submission was read and each output when nbclient made it. The same writer, the same bytes.
+    notebook = nbformat.v4.writes_json(result.notebook) if result.notebook is not None else None
     result = dataclasses.replace(result, notebook=None)
     return Graded(result, safe_report(result), safe_report(result, markdown=True), notebook)
 
