@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from typing import Any
-
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 _MARKER = re.compile(r"^# ?%%(?P<rest>.*)$")
 
@@ -25,14 +24,39 @@ def fill_ids(notebook: Any) -> None:
         seen.add(cell_id)
 
 
-def notebook_from_script(text: str) -> Any:
-    """A `.py` script as a notebook: `# %%` markers make cells; else one cell per statement."""
+@dataclass(frozen=True)
+class ScriptCell:
+    """One cell of a script, read without the notebook library (a batch's template is started from these)."""
+
+    kind: str
+    """"code" or "markdown"."""
+    source: str
+    cell_id: str | None
+    tags: tuple[str, ...]
+
+
+def script_cells(text: str) -> list[ScriptCell]:
+    """A `.py` script's cells: `# %%` markers make cells; else one code cell per statement."""
     lines = text.splitlines()
     if any(_MARKER.match(line) for line in lines):
         cells = [_cell_from_percent(header, body) for header, body in _percent_chunks(lines)]
-    else:
-        cells = [new_code_cell(source) for source in _statements(text)]
-    notebook = new_notebook(cells=[cell for cell in cells if cell is not None])
+        return [cell for cell in cells if cell is not None]
+    return [ScriptCell("code", source, None, ()) for source in _statements(text)]
+
+
+def notebook_from_script(text: str) -> Any:
+    """A `.py` script as a notebook: `# %%` markers make cells; else one cell per statement."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    cells = []
+    for each in script_cells(text):
+        cell = new_markdown_cell(each.source) if each.kind == "markdown" else new_code_cell(each.source)
+        if each.cell_id:
+            cell["id"] = each.cell_id
+        if each.tags:
+            cell.metadata["tags"] = list(each.tags)
+        cells.append(cell)
+    notebook = new_notebook(cells=cells)
     fill_ids(notebook)
     return notebook
 
@@ -61,20 +85,14 @@ def parse_marker(rest: str) -> tuple[str, str | None, list[str]]:
     return kind, cell_id, tags
 
 
-def _cell_from_percent(header: str | None, body: list[str]) -> Any:
+def _cell_from_percent(header: str | None, body: list[str]) -> ScriptCell | None:
     source = "\n".join(body).strip("\n")
     if header is None:
-        return new_code_cell(source) if source.strip() else None
+        return ScriptCell("code", source, None, ()) if source.strip() else None
     kind, cell_id, tags = parse_marker(header)
     if kind == "markdown":
-        cell = new_markdown_cell("\n".join(_uncomment(line) for line in body).strip("\n"))
-    else:
-        cell = new_code_cell(source)
-    if cell_id:
-        cell["id"] = cell_id
-    if tags:
-        cell.metadata["tags"] = tags
-    return cell
+        source = "\n".join(_uncomment(line) for line in body).strip("\n")
+    return ScriptCell(kind, source, cell_id, tuple(tags))
 
 
 def _uncomment(line: str) -> str:

@@ -13,11 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from grader.base import files
 from grader.base.errors import LessonError
-from grader.intake import load
+from grader.intake import script
 from grader.lesson import catalog
 from grader.lesson.cases import Stated
 
@@ -33,6 +31,8 @@ def scaffold(lesson: catalog.Lesson, numbers: dict[str, float] | None = None,
     with numbers of one's own and no such figure, it is refused, never the seed's. A placeholder that names
     nothing is refused. `text=False`: the code alone is wanted (the reference's namespace); Markdown is left as
     written."""
+    from grader.intake import load  # the notebook library: not for a template's start (warm_sources)
+
     path = lesson.folder / "scaffold.py"
     notebook = load.notebook_from_script(path.read_text(encoding="utf-8"))
     notebook.metadata["kernelspec"] = dict(load.KERNEL)
@@ -173,20 +173,24 @@ def warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
     from a shared generator, start threads or read the clock, since every kernel then starts from that one run."""
     if not lesson.warm_cells:
         return ()
-    code = [cell for cell in scaffold(lesson).cells if cell.cell_type == "code"]
-    first = [cell.get("id") for cell in code[:len(lesson.warm_cells)]]
+    # Read as the script it is: a batch starts its template from these, before the notebook library is loaded.
+    text = (lesson.folder / "scaffold.py").read_text(encoding="utf-8")
+    code = [cell for cell in script.script_cells(text) if cell.kind == "code"]
+    first = [cell.cell_id for cell in code[:len(lesson.warm_cells)]]
     if first != list(lesson.warm_cells):
         raise LessonError(f"lesson {lesson.id}: warm_cells {list(lesson.warm_cells)} are not the scaffold's first "
                           f"code cells ({first})")
     sources = []
     for cell in code[:len(lesson.warm_cells)]:
-        if "given" not in cell.get("metadata", {}).get("tags", []):
-            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.get('id')}' is not a given cell")
-        body = ast.parse(cell.source).body
+        if "given" not in cell.tags:
+            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.cell_id}' is not a given cell")
+        source = cell.source if cell.cell_id != lesson.variant_cell else variant_source(
+            cell.source, {name: choices[0] for name, choices in lesson.variants})  # as scaffold() writes it
+        body = ast.parse(source).body
         if body and isinstance(body[-1], ast.Expr):
-            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.get('id')}' ends in an expression, "
+            raise LessonError(f"lesson {lesson.id}: warm cell '{cell.cell_id}' ends in an expression, "
                               "whose value a kernel would display")
-        sources.append(cell.source)
+        sources.append(source)
     return tuple(sources)
 
 
@@ -218,6 +222,8 @@ def given_cells_in_order(lesson: catalog.Lesson) -> list[str]:
 
 def release(lesson_id: str, out_dir: str | Path) -> Path:
     """Write the student notebook `<out_dir>/<lesson id>.ipynb`; no reference code is in it."""
+    import nbformat
+
     lesson = catalog.get(lesson_id)
     return files.write_text(Path(out_dir) / f"{lesson.id}.ipynb", nbformat.writes(scaffold(lesson)))
 
@@ -228,6 +234,8 @@ def answer_cells(lesson: catalog.Lesson) -> dict[str, Any]:
     if not path.is_file():
         raise LessonError(f"no reference for lesson {lesson.id}: {path} is missing (only instructors have solutions/: "
                           "run from the course checkout, or name its folder with --course DIR or GRADER_COURSE)")
+    from grader.intake import load
+
     cells = load.notebook_from_script(path.read_text(encoding="utf-8")).cells
     return {cell["id"]: cell for cell in cells if cell.cell_type == "code" and cell["id"].startswith("answer-")}
 
