@@ -41,3 +41,25 @@ def test_this_process_umask_is_read_from_its_status():
         assert files.umask() == 0o027
     finally:
         os.umask(current)
+
+
+def test_a_private_folder_is_this_users_and_nobody_elses_to_write(tmp_path):
+    made = host.private_folder(tmp_path / "a" / "templates")
+    assert made == tmp_path / "a" / "templates" and (made.stat().st_mode & 0o777) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone could plant a compiled template here
+    assert host.private_folder(shared) is None
+    (tmp_path / "real").mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(tmp_path / "real")  # a link where the folder should be is not that folder
+    assert host.private_folder(tmp_path / "link") is None
+    (tmp_path / "file").write_text("x")
+    assert host.private_folder(tmp_path / "file") is None
+
+
+def test_the_cache_root_is_grader_cache_else_the_users_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "g"))
+    assert host.cache_root() == tmp_path / "g"
+    monkeypatch.delenv("GRADER_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert host.cache_root() == tmp_path / "x" / "grader"

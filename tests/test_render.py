@@ -11,6 +11,7 @@ import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 
+import jinja2
 import nbformat
 import pytest
 from conftest import FAST, SEED, typed, write
@@ -274,3 +275,42 @@ def test_batching_report_shows_measured_beside_simulated_in_chromium(graded, tmp
     _not_blank(png)
     if request.config.getoption("--update-goldens") and DOCS.is_dir():
         shutil.copy(png, DOCS / "batching-report.png")
+
+
+def _fresh_environments():
+    render.environment.cache_clear()
+    render.markdown_environment.cache_clear()
+
+
+def test_compiled_templates_are_kept_privately_and_read_back_without_compiling(monkeypatch, tmp_path):
+    """A second process (a fresh environment) draws the same reports from the compiled templates the first kept."""
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path))
+    data = typed(grading.rejected("eli.ipynb", "eli.ipynb: the file is empty", "l").to_dict())
+    _fresh_environments()
+    try:
+        first = (render.report_html(data), render.report_md(data))
+        kept = sorted((tmp_path / "templates").iterdir())
+        assert kept and all((p.stat().st_mode & 0o777) == 0o600 for p in kept)
+        assert {p.name.split("-")[0] for p in kept} == {"__html", "__md"}  # one set per environment's options
+        _fresh_environments()
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("compiled a template the cache holds")
+
+        monkeypatch.setattr(jinja2.Environment, "compile", refuse)
+        assert (render.report_html(data), render.report_md(data)) == first
+    finally:
+        monkeypatch.undo()
+        _fresh_environments()
+
+
+def test_a_cache_folder_others_can_write_is_not_used(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path))
+    (tmp_path / "templates").mkdir(mode=0o777)
+    (tmp_path / "templates").chmod(0o777)
+    _fresh_environments()
+    try:
+        assert "the file is empty" in render.report_md(typed(grading.rejected("e.ipynb", "the file is empty", "l").to_dict()))
+        assert list((tmp_path / "templates").iterdir()) == []
+    finally:
+        _fresh_environments()

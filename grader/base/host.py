@@ -12,6 +12,30 @@ from pathlib import Path
 from typing import Any
 
 
+def cache_root() -> Path:
+    """Where this user's grader keeps what it can rebuild (JAX's compilations, Jinja's compiled templates):
+    $GRADER_CACHE, else the user's cache folder."""
+    explicit = os.environ.get("GRADER_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "grader"
+
+
+def private_folder(path: Path) -> Path | None:
+    """`path` made if missing (mode 0700), or None unless it is a folder of this user's that nobody else can
+    write: for files the grader will execute (compiled templates), never one another user could plant."""
+    import stat
+
+    try:
+        path.mkdir(parents=True, mode=0o700, exist_ok=True)
+        st = path.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return None
+    return path
+
+
 def proc_fields(name: str) -> dict[str, str]:
     """`key: value` lines of a /proc file (meminfo, cpuinfo's first processor, self/status); {} if unreadable."""
     fields: dict[str, str] = {}

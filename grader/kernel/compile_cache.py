@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -51,12 +50,8 @@ exec(compile(warmup, "<compile_warmup>", "exec"), space)
 
 
 def root() -> Path:
-    """Where filled caches live: $GRADER_CACHE, else the user's cache folder."""
-    explicit = os.environ.get("GRADER_CACHE")
-    if explicit:
-        return Path(explicit) / "compile"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "grader" / "compile"
+    """Where filled caches live: $GRADER_CACHE/compile, else the user's cache folder's."""
+    return host.cache_root() / "compile"
 
 
 def _version(name: str) -> str:
