@@ -198,20 +198,23 @@ def test_warm_cells_stand_for_an_unchanged_leading_prefix_only():
     assert handout.warm_prefix(lesson, before) == frozenset()
 
 
-def test_warm_cells_must_be_the_leading_silent_given_cells(monkeypatch):
+def test_warm_cells_must_be_the_leading_silent_given_cells(tmp_path):
     lesson = catalog.get("inference-scaling")
 
-    def check(cells, scaffold=None):
-        if scaffold is not None:
-            monkeypatch.setattr(handout, "scaffold", lambda _lesson: scaffold)
-        return handout.warm_sources.__wrapped__(dataclasses.replace(lesson, warm_cells=cells))
+    def check(cells, folder=lesson.folder):
+        return handout.warm_sources.__wrapped__(dataclasses.replace(lesson, warm_cells=cells, folder=folder))
 
     assert len(check(("given-source", "given-pipeline"))) == 2
     with pytest.raises(LessonError, match="not the scaffold's first code cells"):
         check(("given-pipeline",))
     with pytest.raises(LessonError, match="not a given cell"):
         check(("given-source", "given-pipeline", "given-serving", "answer-sweep"))
-    shows = handout.scaffold(lesson)
-    shows.cells[_code_index(shows, "given-source")].source += "\nSEED\n"
+    text = (lesson.folder / "scaffold.py").read_text(encoding="utf-8")  # the template reads the script itself
+    shows = tmp_path / "shows"
+    shows.mkdir()
+    (shows / "scaffold.py").write_text(text.replace("# %% id=given-pipeline", "SEED\n\n# %% id=given-pipeline", 1),
+                                       encoding="utf-8")
     with pytest.raises(LessonError, match="ends in an expression"):
         check(("given-source",), shows)
+
+
