@@ -131,3 +131,15 @@ def test_explanation_cells_are_kept_for_reports(tmp_path):
     path = tmp_path / "e.ipynb"
     nbformat.write(nb, str(path))
     assert load.read(path).explanations[0].text == "My words <b>here</b>"
+
+
+def test_a_script_marker_whose_id_is_no_cell_id_gets_one(tmp_path):
+    """A student's `# %% id=...` is text: an id a notebook may not hold, or one used twice, is replaced, never a
+    validation error out of the grader."""
+    text = "# %% id=$(touch${IFS}x) tags=given\nx = 1\n# %% id=dup\ny = 2\n# %% id=dup\nz = 3\n# %% id=..\\\\a\nw = 4\n"
+    nb = load.notebook_from_script(text)
+    assert [c["id"] for c in nb.cells] == ["cell-1", "dup", "cell-3", "cell-4"]
+    assert [c.source for c in nb.cells] == ["x = 1", "y = 2", "z = 3", "w = 4"]
+    path = tmp_path / "main.py"
+    path.write_text(text)
+    assert [c["id"] for c in load.read(path).notebook.cells] == ["cell-1", "dup", "cell-3", "cell-4"]

@@ -56,7 +56,8 @@ def notebook_from_script(text: str) -> Any:
         if each.tags:
             cell.metadata["tags"] = list(each.tags)
         cells.append(cell)
-    notebook = new_notebook(cells=cells)
+    notebook = new_notebook()
+    notebook.cells = cells  # a marker's id is the writer's text: fill_ids replaces one that is no cell id, or repeats
     fill_ids(notebook)
     return notebook
 
