@@ -37,7 +37,7 @@ def scaffold(lesson: catalog.Lesson, numbers: dict[str, float] | None = None,
     notebook = load.notebook_from_script(path.read_text(encoding="utf-8"))
     notebook.metadata["kernelspec"] = dict(load.KERNEL)
     notebook.metadata["grader"] = {"lesson": lesson.id, "format": 1, "version": lesson.version}
-    seed = {name: choices[0] for name, choices in lesson.variants}
+    seed = seed_numbers(lesson)
     values = seed | dict(numbers or {})
     own = values != seed
     for cell in notebook.cells:
@@ -51,6 +51,11 @@ def scaffold(lesson: catalog.Lesson, numbers: dict[str, float] | None = None,
         elif cell.get("id") == lesson.variant_cell:
             cell.source = variant_source(cell.source, values)
     return notebook
+
+
+def seed_numbers(lesson: catalog.Lesson) -> dict[str, float]:
+    """The seed's numbers: each variant's first choice (the handout every student gets unless a course varies it)."""
+    return {name: choices[0] for name, choices in lesson.variants}
 
 
 FIGURE = re.compile(r"\{\{figure:([a-z0-9-]+)/(\d+)\}\}")
@@ -185,7 +190,7 @@ def warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
         if "given" not in cell.tags:
             raise LessonError(f"lesson {lesson.id}: warm cell '{cell.cell_id}' is not a given cell")
         source = cell.source if cell.cell_id != lesson.variant_cell else variant_source(
-            cell.source, {name: choices[0] for name, choices in lesson.variants})  # as scaffold() writes it
+            cell.source, seed_numbers(lesson))  # as scaffold() writes it
         body = ast.parse(source).body
         if body and isinstance(body[-1], ast.Expr):
             raise LessonError(f"lesson {lesson.id}: warm cell '{cell.cell_id}' ends in an expression, "

@@ -83,7 +83,7 @@ def enable(lesson: catalog.Lesson) -> Path:
 
 def defaults(lesson: catalog.Lesson) -> dict[str, float]:
     """The seed's numbers (each variant's first choice)."""
-    return {name: choices[0] for name, choices in lesson.variants}
+    return handout.seed_numbers(lesson)
 
 
 def numbers_for(lesson: catalog.Lesson, student: str, secret: bytes | None) -> dict[str, float]:
