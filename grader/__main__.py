@@ -1,5 +1,5 @@
 """`python -m grader` runs the command line."""
 
-from grader.cli import main
+from grader.cli import run
 
-main()
+run()

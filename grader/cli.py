@@ -6,6 +6,7 @@ machinery, so the two overlap). User errors are caught in one place, `cli_flags.
 """
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,18 @@ def build_solution_cmd(lesson_id: str) -> None:
     echo(str(new_lesson.build_solution(lesson_id)))
 
 
-__all__ = ["main"]
+def run() -> None:
+    """The `grader` process (its console script and `python -m grader`): the command line, then an exit without the
+    collector's last walk over every object the command made (about 0.1 s after a batch of twenty, with one core
+    idle): the operating system takes that memory back anyway. atexit handlers still run, and every file is written
+    and closed before a command returns (base.files)."""
+    try:
+        main()
+    finally:
+        gc.freeze()
+
+
+__all__ = ["main", "run"]
 
 
 for _command in cli_class.COMMANDS + cli_service.COMMANDS:

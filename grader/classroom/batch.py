@@ -207,6 +207,7 @@ def run(request: Request) -> Summary:
             files.write_text(out.profile, json.dumps(
                 {"jobs": plan.jobs, "seconds": round(time.monotonic() - submitted, 3),
                  "cpu": host.cpu_use(cpu_before, host.cpu_times()), "submissions": profile}, indent=1))
+        gc.unfreeze()  # frozen by _results before its workers forked; a full collection now is the caller's to pay
     return _summary(plan, members, absent, counts, named, began)
 
 
@@ -369,9 +370,10 @@ def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tup
     # Even one job runs in a worker process: there nbclient's own SIGINT handler (it shuts the kernel down under
     # the grade, which then fails as a grader error) never sees a terminal's Ctrl-C, and the parent stops the batch.
     others = set(multiprocessing.active_children())  # a caller's own processes, never ours to kill
-    # What the workers inherit (imports, the compiled templates, the reference) is frozen out of the collector:
-    # their full collections then never walk it (about 7 ms per grade) nor write to its pages.
-    gc.collect()
+    # What the workers inherit (imports, the compiled templates, the reference) is frozen out of the collector
+    # (until `run` has written the class's files): their full collections then never walk it (about 7 ms per grade)
+    # nor write to its pages. No collection first: it held up the first fork by 20-30 ms, and what it would free
+    # returns to the collector with the rest when `run` unfreezes.
     gc.freeze()
     pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent)
     try:
@@ -390,6 +392,4 @@ def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tup
             worker.kill()
         pool.shutdown(wait=False)
         raise
-    finally:
-        gc.unfreeze()
     pool.shutdown(wait=True)
