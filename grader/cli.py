@@ -7,6 +7,7 @@ machinery, so the two overlap). User errors are caught in one place, `cli_flags.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -195,7 +196,12 @@ def run() -> None:
     """The `grader` process (its console script and `python -m grader`): the command line, then an exit without the
     collector's last walk over every object the command made (about 0.1 s after a batch of twenty, with one core
     idle): the operating system takes that memory back anyway. atexit handlers still run, and every file is written
-    and closed before a command returns (base.files)."""
+    and closed before a command returns (base.files).
+
+    The grader's own numpy uses one OpenBLAS thread unless told otherwise: its arrays are small, and the threads
+    OpenBLAS starts at import spin for about 80 ms of CPU on a batch's busiest second (kernels are given one
+    thread by launch.kernel_env whatever is set here)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         main()
     finally:
