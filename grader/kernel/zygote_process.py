@@ -62,8 +62,17 @@ class GradingKernelApp(IPKernelApp):
     grade asks for) the main thread reads the shell socket itself: one thread
     hand-off less per request, as ipykernel runs a kernel that has no such
     thread. Its log keeps warnings only (they go to /dev/null): ipykernel's
-    debug lines otherwise build four records a cell that nothing prints.
+    debug lines otherwise build four records a cell that nothing prints. Its
+    settings arrive as config and its connection file as a trait, so it has
+    no command line to parse (traitlets builds a parser of every flag of
+    every configurable class for it: about 3 ms of each kernel's start).
     """
+
+    def parse_command_line(self, argv=None):
+        if argv:
+            super().parse_command_line(argv)
+        else:
+            self.argv = []
 
     def init_sockets(self):
         super().init_sockets()
@@ -196,11 +205,11 @@ def _become_kernel(request):
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()  # its legacy global generator: fresh per kernel
     sys.argv = ["ipykernel_launcher"]
-    app = GradingKernelApp.instance()
+    app = GradingKernelApp.instance(config=_kernel_config(), connection_file=request["connection_file"])
     warm = bool(request.get("warm_cells")) and WARM_NAMESPACE is not None
     if warm:  # the kernel's globals are the very namespace the warm cells' functions were defined in
         app.user_ns = WARM_NAMESPACE
-    app.initialize(["-f", request["connection_file"], *KERNEL_FLAGS])
+    app.initialize([])
     if warm:  # as if the kernel had run them: In[1..n] and the next execution count
         history = app.shell.history_manager
         for number, source in enumerate(WARM_SOURCES, start=1):
@@ -273,23 +282,18 @@ def _warm_tracebacks():
 
 def _warm_kernel_start():
     """Do once what every kernel's start repeats on its first use: the regular expressions, lazy imports and
-    per-class caches of parsing the app's flags and of making IPython's shell (about 10 ms of each kernel's 40 ms
-    in `initialize`). A throwaway app parses the flags a kernel is given; a throwaway shell is made and cleared,
-    and what it changed of the process's globals (`__main__`, two builtins, an exit hook) is put back. It starts
-    no thread (its history is in memory), so the template still forks safely.
+    per-class caches of making IPython's shell (several ms of each kernel's 25 ms in `initialize`). A throwaway
+    shell is made and cleared, and what it changed of the process's globals (`__main__`, two builtins, an exit
+    hook) is put back. It starts no thread (its history is in memory), so the template still forks safely.
     """
     import atexit
     import builtins
 
     from ipykernel.zmqshell import ZMQInteractiveShell
-    from traitlets.config import Config
 
     main, added = sys.modules.get("__main__"), set(builtins.__dict__)
-    GradingKernelApp().parse_command_line(KERNEL_FLAGS)
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
     try:
-        atexit.unregister(ZMQInteractiveShell.instance(user_ns={}, config=config).atexit_operations)
+        atexit.unregister(ZMQInteractiveShell.instance(user_ns={}, config=_kernel_config()).atexit_operations)
     finally:
         ZMQInteractiveShell.clear_instance()
         sys.modules["__main__"] = main
@@ -297,8 +301,13 @@ def _warm_kernel_start():
             del builtins.__dict__[name]
 
 
-KERNEL_FLAGS = ["--HistoryManager.hist_file=:memory:"]
-"""What every kernel's app is told besides its connection file: its history is kept in memory, never on disk."""
+def _kernel_config():
+    """What every kernel is told besides its connection file: its history is kept in memory, never on disk."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return config
 
 
 WARM_SOURCES = ()
