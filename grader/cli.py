@@ -192,6 +192,14 @@ def build_solution_cmd(lesson_id: str) -> None:
     echo(str(new_lesson.build_solution(lesson_id)))
 
 
+UNUSED_FORMAT_CHECKERS = ("fqdn", "isoduration", "jsonpointer", "rfc3339_validator", "rfc3986_validator", "rfc3987",
+                          "uri_template", "webcolors")
+"""Packages jsonschema imports where installed (JupyterLab brings them) only for its FormatChecker, which the grader
+never passes (nbformat neither; shapes.Shape checks with fastjsonschema first and jsonschema only explains): 30-50 ms
+of every grader process that reads a notebook. idna stays (httpx uses it); rfc3987_syntax is kept out by the
+package itself (grader/__init__.py)."""
+
+
 def run() -> None:
     """The `grader` process (its console script and `python -m grader`): the command line, then an exit without the
     collector's last walk over every object the command made (about 0.1 s after a batch of twenty, with one core
@@ -200,8 +208,11 @@ def run() -> None:
 
     The grader's own numpy uses one OpenBLAS thread unless told otherwise: its arrays are small, and the threads
     OpenBLAS starts at import spin for about 80 ms of CPU on a batch's busiest second (kernels are given one
-    thread by launch.kernel_env whatever is set here)."""
+    thread by launch.kernel_env whatever is set here). jsonschema's unused format checkers are not imported."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if "jsonschema" not in sys.modules:
+        for name in UNUSED_FORMAT_CHECKERS:
+            sys.modules.setdefault(name, None)  # type: ignore[arg-type]
     try:
         main()
     finally:
