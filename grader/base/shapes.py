@@ -28,10 +28,8 @@ class Shape:
         self._explainer()
 
     def _compiled(self) -> Any:
-        import fastjsonschema
-
         if self._fast is None:
-            self._fast = fastjsonschema.compile(self.schema)
+            self._fast = _fast_validator(self.schema)
         return self._fast
 
     def _explainer(self) -> Any:
@@ -54,6 +52,44 @@ class Shape:
             import jsonschema
 
             return jsonschema.exceptions.best_match(self._explainer().iter_errors(data))
+
+
+def _fast_validator(schema: dict[str, Any]) -> Any:
+    """fastjsonschema's validator of `schema`. Generating and compiling its code takes 5-50 ms a schema (about 90 ms
+    for those a batch, a grade or a check uses), so the compiled code is kept in the user's cache
+    (`~/.cache/grader/shapes`, or `$GRADER_CACHE/shapes`), named by the schema, fastjsonschema's version and
+    Python's; it is executed only from a folder of this user's that nobody else can write (host.private_folder)."""
+    import hashlib
+    import json
+    import marshal
+    import sys
+    import types
+
+    import fastjsonschema
+
+    from grader.base import files, host
+
+    if "$id" in schema:  # its entry point is named after the id: left to fastjsonschema itself
+        return fastjsonschema.compile(schema)
+    key = json.dumps([schema, fastjsonschema.VERSION, sys.version], sort_keys=True, default=repr)
+    folder = host.private_folder(host.cache_root() / "shapes")
+    kept = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.code" if folder else None
+    code = None
+    if kept is not None and kept.is_file():
+        try:
+            code = marshal.loads(files.read_regular(kept, 16 * 2**20))
+        except (OSError, ValueError, EOFError, TypeError):
+            code = None
+    if not isinstance(code, types.CodeType):
+        code = compile(fastjsonschema.compile_to_code(schema), "<fastjsonschema>", "exec")
+        if kept is not None:
+            try:
+                files.write_bytes(kept, marshal.dumps(code), private=True)
+            except OSError:
+                pass
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    return namespace["validate"]
 
 
 def mapping(data: Any, key: str) -> dict[str, Any]:
