@@ -70,9 +70,8 @@ class GradingKernelApp(IPKernelApp):
 
     def parse_command_line(self, argv=None):
         if argv:
-            super().parse_command_line(argv)
-        else:
-            self.argv = []
+            return super().parse_command_line(argv)
+        self.argv = []
 
     def init_sockets(self):
         super().init_sockets()
@@ -305,9 +304,7 @@ def _kernel_config():
     """What every kernel is told besides its connection file: its history is kept in memory, never on disk."""
     from traitlets.config import Config
 
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    return config
+    return Config({"HistoryManager": {"hist_file": ":memory:"}})
 
 
 WARM_SOURCES = ()
