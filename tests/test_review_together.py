@@ -233,8 +233,11 @@ def test_a_sample_graded_twice_blind_shows_the_agreement_on_the_page(out: Path, 
             lin.screenshot(path=str(out / "review-agreement.png"), full_page=True)
         finally:
             browser.close()
+    def written() -> bool:  # agreement.json first, then the dashboard (Review.refresh): wait for both
+        return (out / "agreement.json").exists() and "Graders' agreement" in (out / "index.html").read_text()
+
     deadline = time.monotonic() + 20
-    while not (out / "agreement.json").exists() and time.monotonic() < deadline:
+    while not written() and time.monotonic() < deadline:
         time.sleep(0.2)  # the second page's server writes the class's files a moment after its last decision
     assert json.loads((out / "agreement.json").read_text())["points_kappa"] == 0.6
     assert "Graders' agreement" in (out / "index.html").read_text()
