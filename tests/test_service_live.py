@@ -325,8 +325,14 @@ def test_a_regrade_through_the_service_replays_the_recorded_seeds_at_low_priorit
         assert asked.status_code == 202 and asked.json()["queued"] == 2
         again = {j["id"] for j in _jobs(database) if j["regrade"] == asked.json()["regrade"]}
         rows = _wait_done(database, again)
+        def finished() -> bool:  # changes.csv, then the gradebook's regrade finished (dispatch._regrade_finished)
+            if not (course["out"] / LESSON / "changes.csv").exists():
+                return False
+            with contextlib.closing(sqlite3.connect(course["out"] / LESSON / "gradebook.sqlite")) as db:
+                return db.execute("SELECT COUNT(*) FROM regrades").fetchone()[0] == 0
+
         deadline = time.monotonic() + 30
-        while not (course["out"] / LESSON / "changes.csv").exists() and time.monotonic() < deadline:
+        while not finished() and time.monotonic() < deadline:
             time.sleep(0.2)  # written when the lesson's queue empties
     assert {(r["state"], r["priority"]) for r in rows} == {("done", 1)}
     after = {s: json.loads((course["out"] / LESSON / "results" / f"{s}.json").read_text()) for s in files}
