@@ -34,6 +34,8 @@ STAGE = {module: floor for floor, names in FLOORS.items() for module in names.sp
 
 BY_ID: list[str] = []
 """Each call of the grader's own functions that take a `lesson_id` (a lesson looked up by its id)."""
+LOOKED_UP: list[str] = []
+"""The id of each lesson looked up (catalog.get), in order."""
 
 
 def walk(tree: Path) -> list[tuple[str, str, str]]:
@@ -56,6 +58,8 @@ def walk(tree: Path) -> list[tuple[str, str, str]]:
         code = frame.f_code
         if here and "lesson_id" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
             BY_ID.append(f"{here}.{code.co_name}")
+            if f"{here}.{code.co_name}" in ("lesson/catalog.get", "lesson/lessons.get"):
+                LOOKED_UP.append(str(frame.f_locals.get("lesson_id")))
         caller = frame.f_back
         there = room(caller.f_code.co_filename) if caller is not None else None
         if here and there and here != there and here.split("/")[1] not in ("__init__", "__main__"):
@@ -115,9 +119,14 @@ def main() -> None:
     print(f"modules entered {len(rooms)}; calls across modules {len(moves)}, {len(edges)} distinct module pairs")
     print(f"floors entered {len({r.split('/')[0] for r in rooms})}; {len(floor_edges)} distinct floor pairs, "
           f"{len(up)} of them calling a later stage: {sorted(up)}")
-    lookups = sum(1 for name in BY_ID if name in ("lesson/catalog.get", "lesson/lessons.get"))
+    import collections
+
+    graded = collections.Counter(LOOKED_UP)
+    own = graded.pop("inference-capacity", 0)
+    others = ", ".join(f"{lesson_id} {n}" for lesson_id, n in sorted(graded.items())) or "none"
     print(f"calls of functions that take a lesson id: {len(BY_ID)} (of {len(set(BY_ID))} functions); "
-          f"lessons looked up by id: {lookups}")
+          f"lessons looked up by id: {len(LOOKED_UP)}: the graded lesson {own} times, the others (which a notebook's "
+          f"names are compared with) {others}")
     back, path = climbs(moves, order)
     print(f"climbs back: {back} (the spine's calls, in order, entering a stage it had already left: {' '.join(path)})")
 

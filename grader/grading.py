@@ -199,7 +199,7 @@ def run_submission(lesson: catalog.Lesson, submission: load.Submission, plans: l
         raise SandboxUnavailable(f"refusing to run student code as root: {report.missing_reason}")
     device, checked, fell_back = resolve_device(options, report)
     start = devices.KernelStart(hash_seed, device, lesson.warm_imports,
-                                compile_cache.existing(lesson.id, device) if report.mode == "bwrap" else "",
+                                compile_cache.existing(lesson, device) if report.mode == "bwrap" else "",
                                 handout.warm_sources(lesson))
     leftovers.sweep_stale()
     nonce = probe.new_nonce()

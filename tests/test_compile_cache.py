@@ -20,18 +20,17 @@ def tiny_lesson(tmp_path, monkeypatch):
     """The real lesson, with one small given cell and warm-up (a fill then takes about a second)."""
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))
     real = catalog.get(LESSON)
-    warmups = {"code": "double(jnp.ones(3)).block_until_ready()"}
     monkeypatch.setattr(handout, "given_cells_in_order",
-                        lambda lesson_id: ["import jax, jax.numpy as jnp\ndouble = jax.jit(lambda x: x * 2)"])
-    monkeypatch.setattr(compile_cache.catalog, "get", lambda lesson_id: replace(real, compile_warmup=warmups["code"]))
+                        lambda lesson: ["import jax, jax.numpy as jnp\ndouble = jax.jit(lambda x: x * 2)"])
     compile_cache.folder_for.cache_clear()
-    yield warmups
+    yield lambda: replace(real, compile_warmup="double(jnp.ones(3)).block_until_ready()")
     compile_cache.folder_for.cache_clear()
 
 
 def test_a_fill_is_readable_by_everyone_and_made_once(tiny_lesson, monkeypatch):
-    assert compile_cache.existing(LESSON, "cpu") == ""
-    folder = Path(compile_cache.ensure(LESSON, "cpu"))
+    lesson = tiny_lesson()
+    assert compile_cache.existing(lesson, "cpu") == ""
+    folder = Path(compile_cache.ensure(lesson, "cpu"))
     entries = list(folder.iterdir())
     assert any(p.name.startswith("jit_") for p in entries)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
@@ -42,25 +41,25 @@ def test_a_fill_is_readable_by_everyone_and_made_once(tiny_lesson, monkeypatch):
         raise AssertionError("filled again")
 
     monkeypatch.setattr(subprocess, "run", no_second_fill)
-    assert compile_cache.ensure(LESSON, "cpu") == str(folder) == compile_cache.existing(LESSON, "cpu")
+    assert compile_cache.ensure(lesson, "cpu") == str(folder) == compile_cache.existing(lesson, "cpu")
 
 
 def test_a_failing_warm_up_leaves_no_cache_and_grading_simply_compiles(tiny_lesson):
-    tiny_lesson["code"] = "raise RuntimeError('the warm-up is broken')"
-    assert compile_cache.ensure(LESSON, "cpu") == ""
+    broken = replace(tiny_lesson(), compile_warmup="raise RuntimeError('the warm-up is broken')")
+    assert compile_cache.ensure(broken, "cpu") == ""
     assert not any(Path(compile_cache.root()).iterdir())
 
 
 def test_the_folder_changes_with_the_warm_up_and_the_device(tiny_lesson):
-    first = compile_cache.folder_for(LESSON, "cpu")
-    assert compile_cache.folder_for(LESSON, "gpu") != first  # another platform, another cache
-    tiny_lesson["code"] = "double(jnp.ones(4)).block_until_ready()"
+    first = compile_cache.folder_for(tiny_lesson(), "cpu")
+    assert compile_cache.folder_for(tiny_lesson(), "gpu") != first  # another platform, another cache
+    changed = replace(tiny_lesson(), compile_warmup="double(jnp.ones(4)).block_until_ready()")
     compile_cache.folder_for.cache_clear()
-    assert compile_cache.folder_for(LESSON, "cpu") != first
+    assert compile_cache.folder_for(changed, "cpu") != first
 
 
 def test_a_lesson_without_warm_up_has_no_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path))
     assert not catalog.get("inference-scaling").compile_warmup
-    assert compile_cache.ensure("inference-scaling", "cpu") == ""
+    assert compile_cache.ensure(catalog.get("inference-scaling"), "cpu") == ""
     assert not (tmp_path / "compile").exists()

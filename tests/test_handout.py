@@ -87,3 +87,14 @@ def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, m
         worker.prepare(lesson, Options(zygote=False, public_only=True))  # the batch goes on
     finally:
         catalog.forget()
+
+
+def test_warming_a_lesson_looks_up_only_the_others(monkeypatch):
+    """A batch's parent holds its lesson from the one lookup of `batch`: the warm-up reads every other lesson (a
+    notebook's names are compared with theirs) and never looks the batch's own up again by its id."""
+    lesson = catalog.get("inference-scaling")
+    looked_up: list[str] = []
+    real_get = catalog.get
+    monkeypatch.setattr(catalog, "get", lambda lesson_id: looked_up.append(lesson_id) or real_get(lesson_id))
+    handout.warm(lesson)
+    assert sorted(looked_up) == sorted(set(catalog.available()) - {"inference-scaling"})

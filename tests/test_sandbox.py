@@ -385,7 +385,7 @@ def filled_cache(tmp_path_factory):
     patch.setenv("GRADER_CACHE", str(tmp_path_factory.mktemp("grader-cache")))
     compile_cache.folder_for.cache_clear()
     try:
-        yield compile_cache.ensure(LESSON, "cpu")
+        yield compile_cache.ensure(catalog.get(LESSON), "cpu")
     finally:
         patch.undo()
         compile_cache.folder_for.cache_clear()

@@ -62,9 +62,8 @@ def _version(name: str) -> str:
 
 
 @functools.cache
-def folder_for(lesson_id: str, device: str) -> Path:
+def folder_for(lesson: catalog.Lesson, device: str) -> Path:
     """The cache folder this lesson, device and machine would use (it may not exist yet)."""
-    lesson = catalog.get(lesson_id)
     env = launch.kernel_env(Path("/tmp"), devices.KernelStart(device=device))
     # The scaffold's text stands for its given cells (it holds them, and a change anywhere in it only refills the
     # cache once): no notebook is read, so a batch names the cache, and starts its template, before importing nbformat.
@@ -73,25 +72,24 @@ def folder_for(lesson_id: str, device: str) -> Path:
              "jax": _version("jax"), "jaxlib": _version("jaxlib"), "python": sys.version, "machine": platform.machine(),
              "processor": host.cpu_flags(), "env": {k: v for k, v in env.items() if k.startswith(("XLA", "JAX"))}}
     digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
-    return root() / f"{lesson_id}-{digest}"
+    return root() / f"{lesson.id}-{digest}"
 
 
-def existing(lesson_id: str, device: str) -> str:
+def existing(lesson: catalog.Lesson, device: str) -> str:
     """The filled cache for this lesson and device, or "" when there is none."""
-    if not catalog.get(lesson_id).compile_warmup:
+    if not lesson.compile_warmup:
         return ""
-    folder = folder_for(lesson_id, device)
+    folder = folder_for(lesson, device)
     return str(folder) if folder.is_dir() else ""
 
 
-def ensure(lesson_id: str, device: str) -> str:
+def ensure(lesson: catalog.Lesson, device: str) -> str:
     """The filled cache, filling it first if needed; "" when the lesson has none or filling failed (grading then
     simply compiles in every kernel)."""
-    found = existing(lesson_id, device)
-    lesson = catalog.get(lesson_id)
+    found = existing(lesson, device)
     if found or not lesson.compile_warmup:
         return found
-    target = folder_for(lesson_id, device)
+    target = folder_for(lesson, device)
     files.make_dirs(target.parent)
     work = Path(tempfile.mkdtemp(prefix=".filling-", dir=target.parent))
     try:
@@ -100,7 +98,7 @@ def ensure(lesson_id: str, device: str) -> str:
         program = work / "cells.json"
         from grader.lesson import handout  # only to fill (once per machine): naming a cache reads no notebook
 
-        program.write_text(json.dumps([handout.given_cells_in_order(catalog.get(lesson_id)), lesson.compile_warmup]))
+        program.write_text(json.dumps([handout.given_cells_in_order(lesson), lesson.compile_warmup]))
         env = dict(launch.kernel_env(work, devices.KernelStart(device=device)),
                    **launch.compile_cache_env(str(cache), writer=True))
         env["PATH"] = f"{Path(sys.prefix).resolve()}/bin:/usr/bin:/bin"

@@ -31,11 +31,11 @@ def start(lesson: catalog.Lesson, options: Options) -> zygote.Zygote | None:
         return None
     device, template = "cpu", None
     try:
-        cache = compile_cache.existing(lesson.id, device)
+        cache = compile_cache.existing(lesson, device)
         if lesson.compile_warmup and not cache:
             if not _sandboxed(options):
                 return None
-            cache = compile_cache.ensure(lesson.id, device)
+            cache = compile_cache.ensure(lesson, device)
         template = zygote.start_shared(options.limits, devices.KernelStart(
             options.hash_seed or 0, device, lesson.warm_imports, cache, _warm_sources(lesson)))
         if _sandboxed(options):

@@ -150,7 +150,10 @@ def warm(lesson: catalog.Lesson) -> None:
     workers fork): its prompts and given cells, and every other lesson a notebook's names are compared with."""
     for read in (prompt_texts, given_sources, given_by_id):
         read(lesson)
+    needed_names(lesson)
     for other_id in catalog.available():
+        if other_id == lesson.id:  # at hand already: never looked up again by its id
+            continue
         try:
             needed_names(catalog.get(other_id))
         except LessonError:
