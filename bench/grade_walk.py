@@ -30,6 +30,8 @@ FLOORS = {
     "classroom": "similarity portfolio verify certs cluster batch platforms gradescope",
 }
 STAGE = {module: floor for floor, names in FLOORS.items() for module in names.split()}
+LESSON = "inference-capacity"
+"""The lesson whose sample is graded (and whose lookups are told apart from the others')."""
 
 
 BY_ID: list[str] = []
@@ -69,10 +71,10 @@ def walk(tree: Path) -> list[tuple[str, str, str]]:
     from grader import cli
 
     with tempfile.TemporaryDirectory() as tmp:
-        args = ["grade", str(tree / "samples" / "inference-capacity" / "ben.py"), "--lesson", "inference-capacity",
+        args = ["grade", str(tree / "samples" / LESSON / "ben.py"), "--lesson", LESSON,
                 "--no-sandbox", "--json", f"{tmp}/r.json", "--html", f"{tmp}/r.html"]
         if "--batch" in sys.argv:  # the batch parent's walk (its workers are processes of their own)
-            args = ["batch", str(tree / "samples" / "inference-capacity"), "--lesson", "inference-capacity",
+            args = ["batch", str(tree / "samples" / LESSON), "--lesson", LESSON,
                     "--out", f"{tmp}/out", "--no-sandbox", "--jobs", "1"]
         sys.setprofile(profile)
         try:
@@ -122,7 +124,7 @@ def main() -> None:
     import collections
 
     graded = collections.Counter(LOOKED_UP)
-    own = graded.pop("inference-capacity", 0)
+    own = graded.pop(LESSON, 0)
     others = ", ".join(f"{lesson_id} {n}" for lesson_id, n in sorted(graded.items())) or "none"
     print(f"calls of functions that take a lesson id: {len(BY_ID)} (of {len(set(BY_ID))} functions); "
           f"lessons looked up by id: {len(LOOKED_UP)}: the graded lesson {own} times, the others (which a notebook's "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,16 +131,11 @@ def other_lesson(lesson: catalog.Lesson, notebook: Any) -> tuple[str, int, int] 
     names = top_level_names(notebook)
     own = len(needed_names(lesson) & names) / max(1, len(needed_names(lesson)))
     best: tuple[float, str, int, int] | None = None
-    for other_id in catalog.available():
-        if other_id == lesson.id:
-            continue
-        try:
-            needs = needed_names(catalog.get(other_id))
-        except LessonError:
-            continue
+    for other in other_lessons(lesson):
+        needs = needed_names(other)
         share = len(needs & names) / max(1, len(needs))
         if best is None or share > best[0]:
-            best = (share, other_id, len(needs & names), len(needs))
+            best = (share, other.id, len(needs & names), len(needs))
     if best is None or best[0] < 0.5 or best[0] <= own:
         return None
     return best[1], best[2], best[3]
@@ -150,12 +146,17 @@ def warm(lesson: catalog.Lesson) -> None:
     workers fork): its prompts and given cells, and every other lesson a notebook's names are compared with."""
     for read in (prompt_texts, given_sources, given_by_id):
         read(lesson)
-    needed_names(lesson)
+    list(other_lessons(lesson))
+
+
+def other_lessons(lesson: catalog.Lesson) -> Iterator[catalog.Lesson]:
+    """The course's other lessons that can be read (one that cannot is passed over). `lesson` is at hand already:
+    it is never looked up again by its id."""
     for other_id in catalog.available():
-        if other_id == lesson.id:  # at hand already: never looked up again by its id
+        if other_id == lesson.id:
             continue
         try:
-            needed_names(catalog.get(other_id))
+            yield catalog.get(other_id)
         except LessonError:
             continue
 
