@@ -114,6 +114,7 @@ def _private_filesystem(rundir, scratch, keep_readonly=()):
     `keep_readonly` lists read-only paths that live under /tmp (a Python
     environment checked out there): they are carried over, still read-only.
     """
+    os.umask(0o022)  # the grader's umask may be 077: nobody must still traverse the folders made here
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     holders = []
