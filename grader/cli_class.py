@@ -14,7 +14,7 @@ import click
 
 from grader.base import spelling
 from grader.base.errors import GraderError
-from grader.cli_flags import EXIT_OK, EXIT_UNSOUND, FILE, Interrupted, echo, options_from, sandbox_options
+from grader.cli_flags import EXIT_OK, EXIT_UNSOUND, FILE, Finite, Interrupted, echo, options_from, sandbox_options
 
 
 @click.command("batch")
@@ -70,7 +70,7 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
 @click.argument("out_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--lesson", "lesson_id", help="The batch's lesson (default: read from its results).")
 @click.option("--json", "json_path", help="Write the pairs as JSON here ('-' for standard output).")
-@click.option("--threshold", type=click.FloatRange(0.0, 1.0), help="Flag pairs scoring above this (default 0.6).")
+@click.option("--threshold", type=Finite(0.0, 1.0), help="Flag pairs scoring above this (default 0.6).")
 def similarity_cmd(out_dir: Path, lesson_id: str | None, json_path: str | None, threshold: float | None) -> None:
     """Flag pairs of students in a batch's OUT_DIR whose written code or explanations match, for review."""
     from grader.base import files

@@ -4,6 +4,7 @@ line and exit 130; anything else is a grader bug and keeps its traceback).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import replace
@@ -24,7 +25,19 @@ EXIT_FAILING = 1  # `check`: a public check fails, as test runners exit, so a cl
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # as a shell reports a process ended by Ctrl-C
 FILE = click.Path(exists=False, dir_okay=False, path_type=Path)
-SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+class Finite(click.FloatRange):
+    """click's FloatRange, refusing `nan` and `inf` (its bounds let nan through: every comparison with it is false)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+SECONDS = Finite(min=0, min_open=True)
 
 if TYPE_CHECKING:
     from grader.result.record import GradeResult
@@ -91,7 +104,7 @@ class CellBudget(click.ParamType):
             budget = float(seconds)
         except ValueError:
             budget = -1.0
-        if not cell_id or not budget > 0:
+        if not cell_id or not 0 < budget < math.inf:
             self.fail(f"{value!r} is not ID=SECONDS with SECONDS > 0", param, ctx)
         return cell_id, budget
 

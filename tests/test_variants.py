@@ -80,7 +80,7 @@ def test_release_writes_one_handout_per_student_and_records_the_lesson(tmp_path,
     bad.write_text("id\n../escaped\n")
     refused = CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(bad), "--out",
                                             str(tmp_path / "y")])
-    assert refused.exit_code == 2 and "cannot name a file" in refused.stderr and not (tmp_path / "escaped.ipynb").exists()
+    assert refused.exit_code == 2 and "cannot be a student id" in refused.stderr and not (tmp_path / "escaped.ipynb").exists()
 
 
 def _filled(notebook):

@@ -10,15 +10,39 @@ word: if it finds nothing, the data passes).
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 
-class Shape:
-    """One JSON Schema, compiled on first use."""
+@dataclass(frozen=True)
+class NonFinite:
+    """A number that is not finite (`nan`, `inf`), where a setting is read: shaped as jsonschema's errors are."""
 
-    def __init__(self, schema: dict[str, Any], draft: str = "2020-12") -> None:
+    absolute_path: tuple[Any, ...]
+    message: str = "is not a finite number (nan and inf are refused where a number is a setting)"
+    validator: str = "finite"
+
+
+def non_finite(data: Any, path: tuple[Any, ...] = ()) -> NonFinite | None:
+    """The first number in the data that is not finite (JSON Schema's `minimum` lets nan through), or None."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return NonFinite(path)
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, (list, tuple)) else ()
+    for key, value in items:
+        found = non_finite(value, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+class Shape:
+    """One JSON Schema, compiled on first use; with `finite`, a number that is not finite is refused too."""
+
+    def __init__(self, schema: dict[str, Any], draft: str = "2020-12", finite: bool = False) -> None:
         self.schema = schema
         self.draft = draft
+        self.finite = finite
         self._fast: Any = None
         self._full: Any = None
 
@@ -45,6 +69,8 @@ class Shape:
         """None when the data fits, else jsonschema's best-matching error."""
         import fastjsonschema
 
+        if self.finite and (bad := non_finite(data)) is not None:
+            return bad
         try:
             self._compiled()(data)
             return None

@@ -63,6 +63,15 @@ def entry_digest(entry: layouts.Entry) -> str:
     return hashlib.sha256("".join(digest(p) for p in sorted(entry.paths)).encode()).hexdigest()  # several files
 
 
+def _named(student: str) -> str:
+    """A student id as a file's name: the last guard of every id from outside, which the edges checked already
+    (layouts.checked_id); a file of the folder is never named outside it."""
+    why = layouts.unsafe_id(student)
+    if why:
+        raise GraderError(f"student id {layouts.printable(student)[:60]!r} cannot name a file of the batch: {why}")
+    return student
+
+
 @dataclass(frozen=True)
 class Recorded:
     """What one record wrote: the typed result (what readers take) and its signed JSON (what the files hold)."""
@@ -94,13 +103,13 @@ class BatchFolder:
         return self.root / "notebooks"
 
     def result(self, student: str) -> Path:
-        return self.results / f"{student}.json"
+        return self.results / f"{_named(student)}.json"
 
     def report(self, student: str, suffix: str = "html") -> Path:
-        return self.reports / f"{student}.{suffix}"
+        return self.reports / f"{_named(student)}.{suffix}"
 
     def notebook(self, student: str) -> Path:
-        return self.notebooks / f"{student}.ipynb"
+        return self.notebooks / f"{_named(student)}.ipynb"
 
     @property
     def gradebook(self) -> Path:
@@ -149,6 +158,16 @@ class BatchFolder:
     def received(self, sha256: str, name: str) -> Path:
         """Where the submission service keeps a received file to grade: by its digest, under the name given."""
         return self.root / "received" / sha256 / name
+
+    def page(self, address: str) -> Path | None:
+        """The folder's own page a browser asks for by its address inside the folder (the dashboard, similarity,
+        a student's report, as their links spell them), or None for any other address: nothing outside the
+        folder, and nothing but these pages inside it, is ever named by one."""
+        folder, _, student = address.removesuffix(".html").partition("/")
+        if address in (self.dashboard.name, self.similarity.name):
+            return self.root / address
+        ok = folder == self.reports.name and address.endswith(".html") and student and not layouts.unsafe_id(student)
+        return self.report(student) if ok else None
 
     def export(self, fmt: str) -> Path:
         """Where an export to a platform goes by default."""

@@ -146,7 +146,10 @@ def _student(root: Path) -> str:
     first = users[0] if isinstance(users, list) and users and isinstance(users[0], dict) else {}
     for field in ("sid", "email", "id"):
         if isinstance(first.get(field), (str, int)) and not isinstance(first.get(field), bool) and str(first[field]):
-            return layouts.student_id(str(first[field]))
+            try:
+                return layouts.checked_id(str(first[field]), "Gradescope's submitter id")
+            except GraderError:
+                break  # an id that cannot name a file names nobody here
     return "submission"
 
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from grader.base import syntax
+
 if TYPE_CHECKING:
     from grader.classroom.batch_folder import BatchFolder
 
@@ -146,7 +148,7 @@ def _code_tokens(source: str, offset: int) -> list[list[tuple[str, int]]]:
     written."""
     text = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()) + "\n"
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
         return [[(token, line + offset) for token, line in _statements([node])] for node in tree.body
                 if not _inert(node)]
     except (SyntaxError, ValueError, RecursionError, tokenize.TokenError):

@@ -125,6 +125,30 @@ def student_id(raw: str) -> str:
     return f"{cut}~{tag}"
 
 
+def unsafe_id(text: str) -> str:
+    """Why a student id (as `student_id` gives it) cannot name a file, or "" when it can: it must be one path
+    component that names nothing else (no separator, no control character, not `.`, `..` or a hidden name)."""
+    if not text.strip():
+        return "it is empty"
+    if any(not ch.isprintable() for ch in text):
+        return "it holds a control character"
+    if "/" in text or "\\" in text:
+        return "it holds a path separator"
+    if text.startswith("."):
+        return "it begins with a dot (`.`, `..` and hidden names are not ids)"
+    return ""
+
+
+def checked_id(raw: str, what: str) -> str:
+    """An id from outside (an LTI launch, a roster, a token's owner, a platform's metadata) as a student id: the
+    same normalisation and the same rule as a class zip's names, or one line saying why it cannot be one."""
+    text = student_id(str(raw).strip())
+    why = unsafe_id(text)
+    if why:
+        raise GraderError(f"{what} {printable(str(raw))[:60]!r} cannot be a student id: {why}")
+    return text
+
+
 def printable(text: str) -> str:
     """A name from an archive or a folder with its control characters made visible."""
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)

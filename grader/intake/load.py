@@ -18,7 +18,7 @@ from typing import Any
 import nbformat
 from nbformat.v4.rwbase import rejoin_lines, strip_transient
 
-from grader.base import files, shapes
+from grader.base import files, shapes, syntax
 from grader.base.errors import SubmissionRejected
 from grader.intake.script import fill_ids, notebook_from_script
 
@@ -84,14 +84,18 @@ def read(path: str | Path, student: str | None = None) -> Submission:
             f"{path.name}: over the {MAX_BYTES // 1024**2} MiB limit; clear large outputs and save again"
         )
     text = _utf8(path.name, raw)
-    if suffix == ".py":
-        notebook = notebook_from_script(text)
-    else:
-        notebook = _notebook_from_json(path.name, text)
-    notes = _force_kernel(notebook)
-    _quiet_grader_cells(notebook)
-    as_submitted = _take_outputs(notebook)
-    _validate(path.name, notebook)
+    try:
+        if suffix == ".py":
+            notebook = notebook_from_script(text)
+        else:
+            notebook = _notebook_from_json(path.name, text)
+        notes = _force_kernel(notebook)
+        _quiet_grader_cells(notebook)
+        as_submitted = _take_outputs(notebook)
+        _validate(path.name, notebook)
+    except RecursionError:  # JSON (or code) nested deeper than any notebook is: refused before it costs more
+        raise SubmissionRejected(f"{path.name}: nested too deeply to be a notebook (lists or objects inside each "
+                                 "other thousands of levels deep); re-save it from Jupyter") from None
     meta = notebook.metadata.get("grader", {})
     hint = meta.get("lesson") if isinstance(meta, dict) and isinstance(meta.get("lesson"), str) else None
     return Submission(
@@ -114,7 +118,7 @@ def is_grader_cell(source: str) -> bool:
     """A cell that only imports the grader and calls its own functions: the grader's, not the student's work."""
 
     try:
-        body = ast.parse(source).body
+        body = syntax.parse(source).body
     except (SyntaxError, ValueError, RecursionError):
         return False
 

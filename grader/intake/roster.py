@@ -19,6 +19,7 @@ from typing import Any
 
 from grader.base import files
 from grader.base.errors import GraderError
+from grader.intake import layouts
 
 MAX_BYTES = 16 * 1024**2
 """A class list is kilobytes; Canvas's export of a large course a few MiB."""
@@ -48,6 +49,9 @@ class Member:
     """Canvas's section."""
     extension_days: float = 0.0
     """Days added to the due date for this student (a column named `extension...`, in either kind of roster)."""
+    email: str = ""
+    """The full email address a plain roster lists (a column `email`): an LMS user who shares nothing else is matched
+    on it, and only on it."""
 
     def ids(self) -> set[str]:
         """Every id a submission may carry for this student."""
@@ -102,8 +106,8 @@ def read(path: str | Path) -> Roster:
             cell = lambda column, row=row: row[at[column]].strip() if column in at and at[column] < len(row) else ""  # noqa: E731
             if "Points Possible" in cell("Student") or not cell("ID") or cell("Student") == "Student, Test":
                 continue  # Canvas's points row and its test student are not students
-            members.append(Member(cell("ID"), cell("Student"), cell("SIS User ID"), cell("SIS Login ID"), cell("Section"),
-                                  _extension(row, header, path)))
+            members.append(Member(_id(cell("ID"), path), cell("Student"), cell("SIS User ID"), cell("SIS Login ID"),
+                                  cell("Section"), _extension(row, header, path)))
         assignments = tuple((column, match[1]) for column in header[len(CANVAS_COLUMNS):]
                             if (match := ASSIGNMENT.fullmatch(column)))
         return Roster(tuple(members), canvas=True, assignments=assignments)
@@ -111,11 +115,18 @@ def read(path: str | Path) -> Roster:
     column = next((lowered.index(h) for h in PLAIN_HEADERS if h in lowered), None)
     body = rows[1:] if column is not None else rows
     column = column or 0
-    listed = tuple(Member(row[column].strip(), extension_days=_extension(row, header, path) if body is not rows else 0.0)
+    mail = lowered.index("email") if "email" in lowered and body is not rows else None
+    listed = tuple(Member(_id(row[column], path), extension_days=_extension(row, header, path) if body is not rows else 0.0,
+                          email=row[mail].strip() if mail is not None and mail < len(row) else "")
                    for row in body if len(row) > column and row[column].strip())
     if not listed:
         raise GraderError(f"the roster {path} names no students")
     return Roster(listed)
+
+
+def _id(raw: str, path: Path) -> str:
+    """A roster's student id, checked as every id from outside is (it names the student's files)."""
+    return layouts.checked_id(raw, f"the roster {path}: student id")
 
 
 def who(names: dict[str, str], student: Any) -> str:

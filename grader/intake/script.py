@@ -4,10 +4,11 @@ cell ids filled in where a notebook lacks them or repeats them.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from grader.base import syntax
 
 _MARKER = re.compile(r"^# ?%%(?P<rest>.*)$")
 
@@ -104,7 +105,7 @@ def _uncomment(line: str) -> str:
 
 def _statements(text: str) -> list[str]:
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except SyntaxError:
         return [text]
     lines = text.splitlines()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from grader.base import syntax
+
 TIMERS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time"}
 WAITS = {"block_until_ready", "device_get", "asarray", "array", "item", "tolist", "float"}
 
@@ -79,7 +81,7 @@ def _functions(notebook: Any) -> dict[str, tuple[int, ast.FunctionDef]]:
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse(cell.source)
+            tree = syntax.parse(cell.source)
         except (SyntaxError, ValueError, RecursionError):
             continue
         for node in tree.body:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.base import syntax
 from grader.base.errors import LessonError
 from grader.lesson import lesson_schema, written
 from grader.lesson.cases import KERNEL_ARG, PASTE_ITEMS, AskReference, Case, case_from_spec
@@ -199,7 +200,7 @@ def _derived_needs(scaffold: Path, exercises: tuple[Exercise, ...]) -> tuple[Exe
     for ex in exercises:
         names: list[str] = []
         try:
-            body = ast.parse(cells.get(f"answer-{ex.id}", "")).body
+            body = syntax.parse(cells.get(f"answer-{ex.id}", "")).body
         except SyntaxError:
             body = []
         for node in body:

@@ -54,9 +54,15 @@ _REVIEW = {"type": "object", "additionalProperties": False,
 _LESSON = {"type": "object", "additionalProperties": False,
            "properties": {"due": _WHEN, "late": _LATE, "variants": {"type": "boolean"}, "submissions": _SUBMISSIONS,
                           "review": _REVIEW}}
+CONTEXT_ROLES = ("Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator", "Mentor")
+"""The LMS context roles (LIS membership vocabulary) a course may let open the instructor's side."""
+_LTI = {"type": "object", "additionalProperties": False,
+        "properties": {"contexts": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                       "instructor_roles": {"type": "array", "items": {"enum": list(CONTEXT_ROLES)}, "minItems": 1},
+                       "roster": _TEXT}}
 SHAPE = Shape({"type": "object", "additionalProperties": False, "required": ["name", "timezone"],
-               "properties": {"name": _TEXT, "timezone": _TEXT,
-                              "lessons": {"type": "object", "additionalProperties": _LESSON}}}, draft="7")
+               "properties": {"name": _TEXT, "timezone": _TEXT, "lti": _LTI,
+                              "lessons": {"type": "object", "additionalProperties": _LESSON}}}, draft="7", finite=True)
 
 
 class LateRule(Protocol):
@@ -154,6 +160,18 @@ NO_POLICY = LessonPolicy()
 
 
 @dataclass(frozen=True)
+class LtiPolicy:
+    """Who the LMS may let in, and as whom (`[lti]` in course.toml)."""
+
+    contexts: tuple[str, ...] = ()
+    """The LMS course ids (LTI context ids) this course is, beside the one its first instructor launch bound."""
+    instructor_roles: tuple[str, ...] = ("Instructor",)
+    """The context roles that open the instructor's side; institution and system roles never do."""
+    roster: Path | None = None
+    """A roster with an `email` column: an LMS user who shares no SIS id or login is matched on their full email."""
+
+
+@dataclass(frozen=True)
 class Course:
     """A course folder: its name, time zone and policy per lesson, and where its private state lives."""
 
@@ -164,6 +182,7 @@ class Course:
     policies: tuple[tuple[str, LessonPolicy], ...] = ()
     declared: bool = False
     """Whether the folder has a course.toml (a folder given by --course may not)."""
+    lti: LtiPolicy = LtiPolicy()
 
     def policy(self, lesson_id: str) -> LessonPolicy:
         """The course's policy for a lesson (none declared: no due date, no late policy, variants as released)."""
@@ -244,7 +263,11 @@ def _load(root: Path, stamp: tuple[Any, ...]) -> Course:
                           "Europe/Vienna, America/New_York, UTC)") from None
     policies = tuple((str(lesson_id), _policy(entry, zone, f"{path}: [lessons.{lesson_id}]"))
                      for lesson_id, entry in (spec.get("lessons") or {}).items())
-    return Course(root, str(spec["name"]), zone, policies, declared=True)
+    lti = spec.get("lti") or {}
+    roster = (root / lti["roster"]) if lti.get("roster") else None
+    return Course(root, str(spec["name"]), zone, policies, declared=True,
+                  lti=LtiPolicy(tuple(lti.get("contexts") or ()),
+                                tuple(lti.get("instructor_roles") or LtiPolicy.instructor_roles), roster))
 
 
 def late_rule(late: dict[str, Any] | None) -> LateRule | None:

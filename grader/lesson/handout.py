@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import files, syntax
 from grader.base.errors import LessonError
 from grader.intake import script
 from grader.lesson import catalog
@@ -107,7 +107,7 @@ def top_level_names(notebook: Any) -> set[str]:
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse(cell.source)
+            tree = syntax.parse(cell.source)
         except SyntaxError:  # IPython magics, or a cell that does not parse: its names are not counted
             continue
         for node in tree.body:
@@ -195,7 +195,7 @@ def warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
             raise LessonError(f"lesson {lesson.id}: warm cell '{cell.cell_id}' is not a given cell")
         source = cell.source if cell.cell_id != lesson.variant_cell else variant_source(
             cell.source, seed_numbers(lesson))  # as scaffold() writes it
-        body = ast.parse(source).body
+        body = syntax.parse(source).body
         if body and isinstance(body[-1], ast.Expr):
             raise LessonError(f"lesson {lesson.id}: warm cell '{cell.cell_id}' ends in an expression, "
                               "whose value a kernel would display")
