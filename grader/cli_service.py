@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from grader.base.errors import GraderError
-from grader.cli_flags import FILE, echo, options_from, sandbox_options
+from grader.cli_flags import FILE, Finite, echo, options_from, sandbox_options
 
 
 @click.command("serve")
@@ -21,9 +21,10 @@ from grader.cli_flags import FILE, echo, options_from, sandbox_options
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--jobs", default=2, show_default=True, type=click.IntRange(min=1),
               help="Submissions graded at once, per lesson being graded.")
-@click.option("--database", help="postgresql://... for a queue shared by several servers (default: SQLite in the "
-                                 "course's private folder).")
-@click.option("--lease", "lease_s", default=30.0, show_default=True, type=click.FloatRange(min=1.0),
+@click.option("--database", help="postgresql://USER@HOST/DB for a queue shared by several servers (default: SQLite "
+                                 "in the course's private folder); the password comes from ~/.pgpass, PGPASSFILE, "
+                                 "PGPASSWORD or a service file, never from this address.")
+@click.option("--lease", "lease_s", default=30.0, show_default=True, type=Finite(min=1.0),
               help="Seconds a claimed job is held without a heartbeat before another server may take it.")
 @click.option("--min-free-mb", default=64, show_default=True, type=click.IntRange(min=0),
               help="Refuse new uploads (507, one line) when the disk has less free space than this.")
@@ -32,11 +33,16 @@ from grader.cli_flags import FILE, echo, options_from, sandbox_options
 @click.option("--scheduler", help="Grade on the course's Dask cluster at tls://HOST:PORT (needs --tls).")
 @click.option("--tls", "tls_dir", type=click.Path(file_okay=False, path_type=Path),
               help="The folder `grader cluster certs` wrote (ca.pem, client.pem, client-key.pem).")
+@click.option("--url", help="The address the LMS and students reach the server at (https://grader.example.edu): "
+                            "LTI's redirect is built from it, never from a request's Host header.")
+@click.option("--header-timeout", "head_s", default=10.0, show_default=True, type=Finite(min=0.5),
+              help="Seconds a client has to send a request's head before its connection is closed.")
+@click.option("--group", help="A group that may read the output folder (0750); by default only its owner (0700).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @sandbox_options
 def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | None, lease_s: float, min_free_mb: int,
               ssl_certfile: Path | None, ssl_keyfile: Path | None, scheduler: str | None, tls_dir: Path | None,
-              no_zygote: bool, **flags: Any) -> None:
+              url: str | None, head_s: float, group: str | None, no_zygote: bool, **flags: Any) -> None:
     """Serve the course: students submit (web page, `grader submit`, `grader.submit()`) and get feedback as soon
     as it is graded, from a durable queue."""
     from grader.service import server
@@ -46,7 +52,7 @@ def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | No
         echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
     config = server.Config(out_dir, host, port, jobs, database, options, lease_s, min_free_mb,
                            str(ssl_certfile) if ssl_certfile else None, str(ssl_keyfile) if ssl_keyfile else None,
-                           scheduler, tls_dir)
+                           scheduler, tls_dir, url, head_s, group)
     server.serve(config, ready=lambda url: echo(f"serving {url} (students: {url}, instructors: {url}instructor); "
                                                 f"grades in {out_dir}/<lesson>/; Ctrl-C stops it"))
 
@@ -70,21 +76,26 @@ def tokens_cmd(roster: Path | None, out_path: Path | None, instructor: str | Non
         raise GraderError("grader tokens needs --roster R --out FILE (the students' tokens) or --instructor NAME")
     made = tokens.for_roster(roster)
     tokens.write_csv(made, out_path)
-    echo(f"{len(made)} tokens written to {out_path} (owner-only; hand each student their own line); a server "
-         "started from now on accepts them")
+    echo(f"{len(made)} tokens written to {out_path} (owner-only; hand each student their own line); a running "
+         "server accepts them within a second, and refuses any token they replace")
 
 
 @click.command("submit")
 @click.argument("submission", type=FILE)
 @click.option("--server", required=True, envvar="GRADER_SERVER", help="The course server's address.")
-@click.option("--token", required=True, envvar="GRADER_TOKEN", help="Your token (or GRADER_TOKEN).")
+@click.option("--token", help="Your token (default: GRADER_TOKEN, else the file ~/.config/grader/token).")
 @click.option("--lesson", "lesson_id", required=True)
 @click.option("--wait", is_flag=True, help="Follow the submission until it is graded, then show the feedback.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the receipt as JSON (with --wait, the feedback too, under `feedback`).")
-def submit_cmd(submission: Path, server: str, token: str, lesson_id: str, wait: bool, as_json: bool) -> None:
+def submit_cmd(submission: Path, server: str, token: str | None, lesson_id: str, wait: bool, as_json: bool) -> None:
     """Submit a notebook (or .py) to the course's server; prints the receipt."""
     from grader.service import client
+
+    token = token or client.stored_token()
+    if not token:
+        raise GraderError(f"no token: put the one your instructor gave you in {client.token_file()} (or set "
+                          "GRADER_TOKEN), or pass --token")
 
     receipt = client.submit(submission, server, token, lesson_id)
     state = client.follow(server, token, receipt["id"]) if wait else None

@@ -4,9 +4,12 @@ Both send the saved file with the student's token and print the receipt (the
 id, the file's SHA-256, when the server received it, the place in the queue
 and an estimate); `--wait` (or `wait=True`) then follows the submission
 until it is graded and prints the feedback the course shows. In a notebook the
-server, the token and the lesson come from the arguments, else GRADER_SERVER
-and GRADER_TOKEN, and the lesson from the notebook's own metadata; the
-notebook must be saved first, as for `grader.check()`.
+server comes from GRADER_SERVER, the token from GRADER_TOKEN or the token file
+(`token_file`: ~/.config/grader/token), and the lesson from the notebook's own
+metadata; the notebook must be saved first, as for `grader.check()`. A token
+written into the file itself (`token="gs_..."` in a cell) is removed before
+the file is sent, and the server removes any it finds: no stored submission
+keeps one.
 """
 
 from __future__ import annotations
@@ -38,11 +41,34 @@ def _said(response: Any) -> str:
         return response.text[:300]
 
 
+def token_file() -> Path:
+    """Where a student keeps their token so that no notebook holds it: GRADER_TOKEN_FILE, else
+    ~/.config/grader/token (XDG_CONFIG_HOME where set)."""
+    named = os.environ.get("GRADER_TOKEN_FILE")
+    if named:
+        return Path(named).expanduser()
+    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return home / "grader" / "token"
+
+
+def stored_token() -> str:
+    """The token of GRADER_TOKEN, else of the token file ("" when neither holds one)."""
+    if os.environ.get("GRADER_TOKEN"):
+        return os.environ["GRADER_TOKEN"].strip()
+    try:
+        return files.read_regular(token_file(), 4096).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def submit(path: Path, server: str, token: str, lesson: str) -> dict[str, Any]:
-    """Send the file; the receipt (checked against the file's own SHA-256), or one line saying why not."""
+    """Send the file, any token in it removed; the receipt (checked against the SHA-256 of what was sent), or one
+    line saying why not."""
     import httpx
 
-    body = files.read_regular(path, 64 << 20)
+    from grader.service.tokens import redact
+
+    body = redact(files.read_regular(path, 64 << 20))
     kind = "text/x-python" if path.suffix.lower() == ".py" else "application/x-ipynb+json"
     try:
         with _client(server) as http:
@@ -117,12 +143,12 @@ def from_notebook(path: str | Path | None, server: str | None, token: str | None
         print(f"save first: {notebook.name} on disk does not hold the cells you just ran; nothing was submitted")
         return None
     server = server or os.environ.get("GRADER_SERVER", "")
-    token = token or os.environ.get("GRADER_TOKEN", "")
+    token = token or stored_token()
     lesson = lesson or _lesson_of(notebook)
     missing = [what for what, value in (("server", server), ("token", token), ("lesson", lesson)) if not value]
     if missing:
-        print(f"grader.submit() needs the {' and the '.join(missing)}: pass them (server=..., token=..., lesson=...) "
-              "or set GRADER_SERVER and GRADER_TOKEN")
+        print(f"grader.submit() needs the {' and the '.join(missing)}: set GRADER_SERVER, and put your token in "
+              f"{token_file()} (or GRADER_TOKEN) rather than in the notebook; or pass server=..., lesson=...")
         return None
     try:
         receipt = submit(notebook, server, token, lesson or "")

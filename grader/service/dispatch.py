@@ -7,6 +7,9 @@ does (worker.prepare: the warm template, the reference, the checks), then
 forks its pool of workers and loops: claim what it has room for, grade each
 claim in a worker (worker.grade_one), renew its leases, and record each grade
 into the lesson's batch folder (`OUT/<lesson>/`) before it marks the job done.
+Only the holder of a job's current lease records it: a host that stalled past
+its lease (stopped, swapped out) while another server graded the job finds its
+fencing token stale at the write and drops its grade (jobs.Queue.holds).
 A job whose digest the gradebook holds already (a server that died between
 the two) is marked done without a second grade: a submission is graded into
 the gradebook once. A worker that dies fails the pool: its jobs go back to the
@@ -178,6 +181,10 @@ class _Host:
             return
         if (graded.result.error or "").startswith(record.INTERNAL_ERROR):
             self.queue.failed(job, self.worker, graded.result.error or "")
+            return
+        if not self.queue.holds(job, self.worker, self.setup.lease_s):  # the fencing token, checked at the write
+            print(f"grader serve: submission {job.id} of {job.student} was graded here after its lease passed to "
+                  "another server: this grade is dropped, the holder's is kept", flush=True)
             return
         result = self._record(job, graded)
         self.queue.done(job, self.worker, result.status, result.score, result.max_score, result.error,

@@ -42,7 +42,7 @@ BACKOFF_S = 5.0
 """The wait before the second try; doubled before each later one."""
 _COLUMNS = ("id", "lesson", "student", "sha256", "name", "received_at", "received", "state", "priority", "turn",
             "tries", "not_before", "lease_until", "worker", "pid", "started", "finished", "status", "score",
-            "max_score", "error", "superseded_by", "feedback", "regrade", "origin")
+            "max_score", "error", "superseded_by", "feedback", "regrade", "origin", "fence")
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,8 @@ class Job:
     """The gradebook's regrade this job belongs to (low priority, the recorded seeds), or None."""
     origin: str | None = None
     """A regrade's job: the submission it grades again (whose receipt the result keeps)."""
+    fence: int = 0
+    """Counts the job's claims: the fencing token of its current lease (only its holder writes the job's files)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ _SCHEMA = (
     " tries INTEGER NOT NULL DEFAULT 0, not_before DOUBLE PRECISION NOT NULL DEFAULT 0,"
     " lease_until DOUBLE PRECISION, worker TEXT, pid INTEGER, started DOUBLE PRECISION, finished DOUBLE PRECISION,"
     " status TEXT, score DOUBLE PRECISION, max_score DOUBLE PRECISION, error TEXT, superseded_by TEXT, feedback TEXT,"
-    " regrade TEXT, origin TEXT)",
+    " regrade TEXT, origin TEXT, fence BIGINT NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (lesson, state, priority, turn, received)",
     "CREATE INDEX IF NOT EXISTS jobs_student ON jobs (student, lesson, state)",
 )
@@ -122,6 +124,10 @@ class _Database:
         with self._tx() as db:
             for statement in _SCHEMA:
                 db.execute(statement.format(blob="BYTEA" if self.postgres else "BLOB"))
+            columns = (db.all("SELECT column_name FROM information_schema.columns WHERE table_name='jobs'", ())
+                       if self.postgres else [row[1:] for row in db.all("PRAGMA table_info(jobs)", ())])
+            if "fence" not in {str(row[0]) for row in columns}:  # a queue made before the fencing token
+                db.execute("ALTER TABLE jobs ADD COLUMN fence BIGINT NOT NULL DEFAULT 0")
 
     def _connect(self) -> Any:
         if self.postgres:
@@ -129,6 +135,7 @@ class _Database:
                 import psycopg
             except ImportError:
                 raise GraderError("a PostgreSQL queue needs psycopg: pip install '.[postgres]'") from None
+            _refuse_password(self.where)
             try:
                 return psycopg.connect(self.where, autocommit=True, connect_timeout=10)
             except psycopg.Error as err:
@@ -162,6 +169,22 @@ class _Database:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _refuse_password(address: str) -> None:
+    """A database address that carries its password is refused: `ps` shows a command line to every user of the
+    machine, and the servers' processes keep it. libpq reads the password from its own sources instead."""
+    from psycopg import conninfo
+
+    try:
+        given = conninfo.conninfo_to_dict(address)
+    except Exception:  # psycopg's own parser says what is wrong when it connects
+        return
+    if given.get("password"):
+        raise GraderError("the database address carries a password, which `ps` shows to every user of this machine: "
+                          "give postgresql://USER@HOST/DB and put the password in ~/.pgpass (or the file PGPASSFILE "
+                          "names: HOST:PORT:DB:USER:PASSWORD, mode 0600), in PGPASSWORD, or in a service file "
+                          "(postgresql:///?service=NAME)")
 
 
 class Queue(_Database):
@@ -300,7 +323,8 @@ class Queue(_Database):
                     continue  # one job per student and lesson at a time, even within one claim
                 seen.add((lesson, student))
                 db.execute("UPDATE jobs SET state='running', worker=?, pid=NULL, lease_until=?, started=?, "
-                           "tries=tries+1 WHERE id=? AND state='queued'", (worker, now + lease_s, now, job_id))
+                           "tries=tries+1, fence=fence+1 WHERE id=? AND state='queued'",
+                           (worker, now + lease_s, now, job_id))
                 taken.append(job_id)
         return [job for job in (self.get(i) for i in taken) if job is not None]
 
@@ -308,6 +332,15 @@ class Queue(_Database):
         """The heartbeat: every job `worker` holds is leased again."""
         with self._tx() as db:
             db.execute("UPDATE jobs SET lease_until=? WHERE worker=? AND state='running'", (time.time() + lease_s, worker))
+
+    def holds(self, job: Job, worker: str, lease_s: float) -> bool:
+        """Whether `worker` still holds the job's current lease (the fencing token it claimed it with), its lease
+        renewed in the same transaction so that nobody can take the job while its files are written. False for a
+        holder that stalled past its lease while another server graded the job: it must write nothing."""
+        with self._tx() as db:
+            n = db.execute("UPDATE jobs SET lease_until=? WHERE id=? AND state='running' AND worker=? AND fence=?",
+                           (time.time() + lease_s, job.id, worker, job.fence))
+        return n == 1
 
     def running_on(self, job_id: str, pid: int) -> None:
         """Which process grades the job (shown to the instructor)."""
@@ -345,8 +378,8 @@ class Queue(_Database):
         took it: that one finishes it)."""
         with self._tx() as db:
             n = db.execute("UPDATE jobs SET state='done', finished=?, status=?, score=?, max_score=?, error=?, "
-                           "feedback=?, lease_until=NULL WHERE id=? AND state='running' AND worker=?",
-                           (time.time(), status, score, max_score, error, feedback, job.id, worker))
+                           "feedback=?, lease_until=NULL WHERE id=? AND state='running' AND worker=? AND fence=?",
+                           (time.time(), status, score, max_score, error, feedback, job.id, worker, job.fence))
         return n == 1
 
     def rerun(self, job_id: str) -> Job | None:

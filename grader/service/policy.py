@@ -62,7 +62,7 @@ def verdicts(result: GradeResult) -> str:
     public cases and how many hidden cases passed; hidden answers are never kept."""
     late = result.manual.late.to_dict() if result.manual is not None and result.manual.late else None
     exercises = [{"id": e.id, "status": e.status, "score": e.score, "max_score": e.max_score, "kind": e.kind,
-                  "messages": list(e.messages[:6]),
+                  "messages": list(e.messages[:6]), "public_messages": _public_messages(e),
                   "public": [{"label": c.label, "outcome": c.outcome, "message": c.message} for c in e.cases
                              if not c.hidden],
                   "hidden": [sum(c.outcome == "passed" for c in e.cases if c.hidden), sum(c.hidden for c in e.cases)]}
@@ -71,6 +71,19 @@ def verdicts(result: GradeResult) -> str:
                for w in (result.manual.written if result.manual is not None else ())]
     return json.dumps({"status": result.status, "error": result.error, "late": late, "exercises": exercises,
                        "written": written})
+
+
+def _public_messages(exercise: Any) -> list[str]:
+    """What a student may read of an exercise before the due date: the messages of its public cases, never a
+    hidden case's input or the answer given to it (a student could fit that one case attempt by attempt); an
+    exercise that could not be judged case by case keeps its own messages, which speak of no case."""
+    if not exercise.cases:
+        return list(exercise.messages[:6])
+    said = [c.message for c in exercise.cases if not c.hidden and c.outcome != "passed" and c.message][:5]
+    hidden = [c for c in exercise.cases if c.hidden]
+    if hidden:
+        said.append(f"{sum(c.outcome == 'passed' for c in hidden)} of {len(hidden)} hidden cases passed")
+    return said
 
 
 def shown(job: Job, seen_by: str, report: bool = False) -> dict[str, Any]:
@@ -106,7 +119,12 @@ def shown(job: Job, seen_by: str, report: bool = False) -> dict[str, Any]:
 
 def _exercise(e: dict[str, Any], what: str) -> dict[str, Any]:
     shown_: dict[str, Any] = {"id": e.get("id"), "public": e.get("public", [])}
-    if what in ("verdicts", "score"):
+    if what == "verdicts":  # hidden cases counted, never shown (a row kept before public_messages: filtered)
+        said = e.get("public_messages")
+        if not isinstance(said, list):
+            said = [m for m in e.get("messages", []) if "hidden case" not in str(m)]
+        shown_.update(status=e.get("status"), messages=said, hidden_passed=e.get("hidden"))
+    if what == "score":
         shown_.update(status=e.get("status"), messages=e.get("messages", []), hidden_passed=e.get("hidden"))
     if what == "score":
         shown_.update(score=e.get("score"), max_score=e.get("max_score"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -20,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.base import files
 from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.classroom import batch
 from grader.lesson import catalog, course
-from grader.service import dispatch
+from grader.service import dispatch, guard
 from grader.service.app import Served, app
 from grader.service.jobs import Queue
 from grader.service.tokens import Book
@@ -48,6 +50,12 @@ class Config:
     scheduler: str | None = None
     """The course's Dask cluster (`tls://`): grades run there (certificates in `tls`)."""
     tls: Path | None = None
+    url: str | None = None
+    """The address the LMS and students reach the server at (https://...): LTI's redirect and links are built
+    from it, never from a request's Host header; None: this server's own address."""
+    head_timeout_s: float = guard.HEAD_S
+    group: str | None = None
+    """A group that may read the output folder (0750); None: its owner only (0700)."""
 
 
 def _watch(grading: Any, server: Any) -> None:
@@ -62,6 +70,22 @@ def _watch(grading: Any, server: Any) -> None:
 def database(config: Config) -> str:
     """Where the queue lives: the URL given, else the course's private folder."""
     return config.database or str(course.private_folder() / QUEUE_FILE)
+
+
+def keep_private(out: Path, group: str | None) -> None:
+    """The output folder (every student's work and grade) kept to its owner, 0700, whatever the umask, and every
+    file the server and its grading side make from now on too; or, with a group, readable by that group (0750,
+    new files inheriting the group)."""
+    os.umask(0o077 if group is None else 0o027)
+    files.make_dirs(out)
+    if group is None:
+        out.chmod(0o700)
+        return
+    try:
+        shutil.chown(out, group=group)
+    except (LookupError, PermissionError) as err:
+        raise GraderError(f"--group {group}: the output folder cannot be given to that group ({err})") from None
+    out.chmod(0o2750)
 
 
 def serve(config: Config, ready: Any = None) -> None:
@@ -79,22 +103,28 @@ def serve(config: Config, ready: Any = None) -> None:
         batch.refuse_without_isolation(config.options)
     where = database(config)
     Queue(where).close()  # the tables made, and a bad address refused, before anything starts
+    keep_private(config.out, config.group)
     name = f"{socket.gethostname()}:{os.getpid()}"
     setup = dispatch.Setup(where, config.out.absolute(), config.jobs, config.options, config.lease_s, name,
                            config.scheduler, config.tls)
     grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons),
                                                           name="grader-supervisor")
     grading.start()
-    served = Served(Queue(where), Book(), config.out, lessons, config.jobs, config.min_free_mb * 1024**2)
+    book = Book()
+    held = guard.limits(len(book.known), config.head_timeout_s)
+    guard.quiet_floods()
     sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((config.host, config.port))
     sock.listen(512)
     scheme = "https" if config.ssl_certfile else "http"
     url = f"{scheme}://{config.host}:{sock.getsockname()[1]}/"
+    served = Served(Queue(where), book, config.out, lessons, config.jobs, config.min_free_mb * 1024**2,
+                    public_url=(config.url or url).rstrip("/") + "/")
     server = uvicorn.Server(uvicorn.Config(app(served), log_level="warning", lifespan="off",
                                            ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile,
-                                           timeout_graceful_shutdown=5))
+                                           timeout_graceful_shutdown=5, http=guard.protocol(held),
+                                           timeout_keep_alive=guard.KEEP_ALIVE_S))
     if ready is not None:
         ready(url)
     threading.Thread(target=_watch, args=(grading, server), daemon=True).start()

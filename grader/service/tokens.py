@@ -13,18 +13,29 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.base import escape, files
 from grader.base.errors import GraderError
-from grader.intake import roster as class_list
+from grader.intake import layouts, roster as class_list
 from grader.lesson import course
 
 FILE = "tokens.json"
 PREFIX = {"student": "gs_", "instructor": "gi_"}
+SHAPE = re.compile(rb"(?<![A-Za-z0-9_-])g[sil]_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
+"""What a token of this tool looks like (a student's, an instructor's, an LMS session's) inside a file."""
+REMOVED = b"<token removed>"
+
+
+def redact(body: bytes) -> bytes:
+    """A submitted file with every token in it replaced: a token typed into a cell (`grader.submit(token=...)`)
+    is never sent, stored or graded."""
+    return SHAPE.sub(REMOVED, body)
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,8 @@ def issue(people: list[tuple[str, str]], role: str) -> list[tuple[Identity, str]
     path = _path()
     stored = _read(path)
     made = []
-    for who, name in people:
+    for raw, name in people:
+        who = layouts.checked_id(raw, f"{role} id")
         token = PREFIX[role] + secrets.token_urlsafe(32)
         stored = {k: v for k, v in stored.items() if not (v.get("who") == who and v.get("role") == role)}
         stored[_digest(token)] = {"who": who, "name": name, "role": role}
@@ -91,14 +103,43 @@ SESSION_S = 8 * 3600.0
 """How long a session opened by an LMS launch lasts."""
 
 
+RELOAD_S = 1.0
+"""How often a running server looks whether the token file changed: a token issued again replaces the old one
+within this long, with no restart."""
+
+
 class Book:
-    """The tokens the server accepts, read once (a restart reads tokens issued since), and the sessions LMS launches
-    opened (in this server's memory: a restart asks for a new launch)."""
+    """The tokens the server accepts, read again whenever the token file changes (`grader tokens` on a running
+    server), and the sessions LMS launches opened (in this server's memory: a restart asks for a new launch)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or _path()
+        self.stamp = self._stamp()
         self.known = _read(self.path)
+        self.looked = time.monotonic()
         self.sessions: dict[str, tuple[Identity, float]] = {}
+
+    def _stamp(self) -> tuple[int, ...]:
+        try:
+            info = self.path.stat()
+        except OSError:
+            return ()
+        return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+    def _fresh(self) -> None:
+        """The token file read again if it changed since it was last read (a file that cannot be read now keeps
+        the tokens read before; the next change is read)."""
+        now = time.monotonic()
+        if now - self.looked < RELOAD_S:
+            return
+        self.looked = now
+        stamp = self._stamp()
+        if stamp != self.stamp:
+            try:
+                self.known = _read(self.path)
+            except GraderError as err:
+                print(f"grader serve: the tokens were not read again ({err})", file=sys.stderr, flush=True)
+            self.stamp = stamp
 
     def session(self, person: Identity) -> str:
         """A token for a person an LMS launch vouched for, good for SESSION_S."""
@@ -112,6 +153,7 @@ class Book:
         """Whom the token names, or None; the digest is compared in constant time."""
         if not token or len(token) > 200:
             return None
+        self._fresh()
         given = _digest(token)
         opened = self.sessions.get(given)
         if opened is not None and opened[1] > time.monotonic():

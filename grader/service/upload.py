@@ -11,6 +11,7 @@ accepted submission always reaches a kernel.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import tempfile
@@ -21,6 +22,7 @@ from typing import Any
 from grader.base import files
 from grader.base.errors import GraderError
 from grader.intake import load
+from grader.service import tokens
 
 SUFFIXES = (".ipynb", ".py")
 
@@ -51,42 +53,77 @@ def safe_name(given: str, fallback: str = "submission.ipynb") -> str:
     return clean
 
 
-async def read(request: Any, cap: int) -> Upload:
-    """The submitted file, read no further than `cap` bytes."""
+ENVELOPE = 64 * 1024
+"""Bytes a multipart upload may carry beyond its file (boundaries, headers, a few small fields)."""
+ARRIVAL_S = 120.0
+"""The longest an upload may take to arrive (408 after it): a client sending a byte a minute holds nothing long."""
+
+
+async def read(request: Any, cap: int, arrival_s: float = ARRIVAL_S) -> Upload:
+    """The submitted file, counted as it arrives and refused (413) the moment it passes `cap` bytes, however it
+    is sent (a Content-Length, chunked, multipart); nothing of a refused upload is kept."""
     length = request.headers.get("content-length")
     too_big = Refused(413, f"the file is over this lesson's limit of {cap // 1024} KiB: clear large outputs, save, "
                            "and submit again")
-    if length is not None and length.isdigit() and int(length) > cap + 64 * 1024:
-        raise too_big
     kind = request.headers.get("content-type", "")
-    if kind.startswith("multipart/form-data"):
-        from starlette.formparsers import MultiPartException
-
-        try:
-            async with request.form(max_files=1, max_fields=8, max_part_size=cap) as form:  # its files closed after
-                field = form.get("file")
-                if field is None or isinstance(field, str):
-                    raise Refused(422, "a multipart upload carries the file in a field named `file`")
-                body = await field.read(cap + 1)
-                name = safe_name(field.filename or "")
-        except MultiPartException as err:
-            raise (too_big if "size" in str(err).lower() else Refused(422, f"the upload could not be read ({err})")) \
-                from None
+    multipart = kind.startswith("multipart/form-data")
+    allowed = cap + ENVELOPE if multipart else cap
+    if length is not None and length.isdigit() and int(length) > allowed:
+        raise too_big
+    raw = await _arrived(request, allowed, too_big, arrival_s)
+    if multipart:
+        body, name = await _file_field(request, raw, cap, too_big)
     else:
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise too_big
-            chunks.append(chunk)
-        body = b"".join(chunks)
+        body = raw
         name = safe_name(request.query_params.get("name", ""),
                          "submission.py" if "python" in kind else "submission.ipynb")
     if len(body) > cap:
         raise too_big
     if not body.strip():
         raise Refused(422, "the file is empty: save your work and submit again")
+    body = tokens.redact(body)  # a token typed into a cell is never kept (the receipt's digest is of what is)
     return Upload(name, body, hashlib.sha256(body).hexdigest())
+
+
+async def _arrived(request: Any, allowed: int, too_big: Refused, arrival_s: float) -> bytes:
+    """The request's body, no more than `allowed` bytes of it, within `arrival_s`."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(arrival_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > allowed:
+                    raise too_big
+                chunks.append(chunk)
+    except TimeoutError:
+        raise Refused(408, f"the upload took over {arrival_s:g} s to arrive: submit again on a steadier "
+                           "connection") from None
+    return b"".join(chunks)
+
+
+async def _file_field(request: Any, raw: bytes, cap: int, too_big: Refused) -> tuple[bytes, str]:
+    """The multipart body's `file` field, parsed from the bytes already counted (never from the network)."""
+    from starlette.formparsers import MultiPartException
+    from starlette.requests import Request
+
+    given = [False]
+
+    async def replay() -> dict[str, Any]:
+        if given[0]:
+            return {"type": "http.disconnect"}
+        given[0] = True
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    try:
+        async with Request(request.scope, replay).form(max_files=1, max_fields=8, max_part_size=cap) as form:
+            field = form.get("file")
+            if field is None or isinstance(field, str):
+                raise Refused(422, "a multipart upload carries the file in a field named `file`")
+            return await field.read(cap + 1), safe_name(field.filename or "")
+    except MultiPartException as err:
+        raise (too_big if "size" in str(err).lower() else Refused(422, f"the upload could not be read ({err})")) \
+            from None
 
 
 def check(upload: Upload, lesson_id: str) -> None:
