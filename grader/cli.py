@@ -167,10 +167,13 @@ def keys_init_cmd(folder: Path | None) -> None:
 @main.command("course")
 def course_cmd() -> None:
     """The course in force: its folder, where each piece of its private state lives, and its policy per lesson."""
+    from dataclasses import replace
+
     from grader.report import render_text
     from grader.result import state
+    from grader.service import lti_course
 
-    echo(render_text.course_text(state.describe()))
+    echo(render_text.course_text(replace(state.describe(), lms=tuple(lti_course.describe()))))
 
 
 @main.command("new")

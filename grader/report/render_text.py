@@ -169,6 +169,7 @@ def course_text(state: Any) -> str:
         where = f"{piece.path}" if piece.path else "none"
         detail = f"; {piece.detail}" if piece.detail else ""
         lines.append(f"  {piece.what}: {where} ({piece.whose}){detail}")
+    lines += list(state.lms)
     lines.append("lessons:")
     for item in state.lessons:
         graded = "graded per student" if item.per_student else "graded on the seed's numbers"

@@ -43,6 +43,8 @@ class CourseState:
     private_mode: str
     pieces: tuple[Piece, ...]
     lessons: tuple[LessonLine, ...]
+    lms: tuple[str, ...] = ()
+    """The LMS courses the course is bound to and who its instructors are, in words (the service says them)."""
 
 
 def _whose(path: Path | None, own: Path | None, env: str) -> str:

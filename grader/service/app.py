@@ -27,6 +27,7 @@ import errno
 import hmac
 import shutil
 import statistics
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -61,6 +62,9 @@ class Served:
     jobs: int
     min_free: int = 64 * 1024**2
     """Bytes a disk must keep free for a new upload to be taken (a full disk refuses in one line)."""
+    public_url: str = ""
+    """The server's address as the LMS knows it (ends in `/`): LTI's redirect_uri and links are built from it; ""
+    where none is set: the address the server listens on, never a request's Host header."""
 
 
 def app(served: Served) -> Any:
@@ -77,7 +81,7 @@ def app(served: Served) -> Any:
         Route("/api/submissions/{id}", h.one), Route("/api/submissions/{id}/report", h.report),
         Route("/api/submissions/{id}/rerun", h.rerun, methods=["POST"]), Route("/api/queue", h.queue_view),
         Route("/api/regrade", h.regrade, methods=["POST"]),
-        Route("/files/{lesson}/{path:path}", h.batch_file), *lti_pages.routes(served.book, served.lessons)])
+        Route("/files/{lesson}/{path:path}", h.batch_file), *lti_pages.routes(served)])
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
@@ -128,8 +132,8 @@ class _Handlers:
         from grader.report import render
 
         lessons = [(i, catalog.get(i).title) for i in self.s.lessons]
-        html = render.environment().get_template(template).render(lessons=lessons, course=course.current().label,
-                                                                  out=self.s.out)
+        named = course.current().name or "the course"  # never the course's folder: the page is public
+        html = render.environment().get_template(template).render(lessons=lessons, course=named)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
 
     async def session(self, request: Any) -> Any:
@@ -163,9 +167,15 @@ class _Handlers:
         limits = course.current().policy(lesson).submissions
         try:
             got = await upload.read(request, limits.max_bytes)
+        except upload.Refused as err:
+            return _refused(err.status, str(err))
+        try:
             await asyncio.to_thread(upload.check, got, lesson)
         except upload.Refused as err:
             return _refused(err.status, str(err))
+        except Exception as err:  # the check itself failed (the grader's fault): the file is still taken and graded
+            print(f"grader serve: an upload of {person.who} was taken unchecked ({type(err).__name__}: "
+                  f"{str(err)[:200]})", file=sys.stderr, flush=True)
         if shutil.disk_usage(self.s.out if self.s.out.exists() else self.s.out.parent).free < self.s.min_free:
             return _refused(507, "the server's disk is full: nothing was kept; submit again later")
         try:
@@ -303,7 +313,8 @@ class _Staff(_Handlers):
         return {"counts": q.counts(), "running": [policy.shown(j, "instructor") for j in q.recent(("running",))],
                 "trouble": [policy.shown(j, "instructor") for j in q.recent(("dead", "failed"), 50)],
                 "recent": [policy.shown(j, "instructor") for j in q.recent(("done", "queued"), 30)],
-                "wait_s": _percentiles(waiting), "grade_s": _percentiles(grading), "lessons": list(self.s.lessons)}
+                "wait_s": _percentiles(waiting), "grade_s": _percentiles(grading), "lessons": list(self.s.lessons),
+                "out": str(self.s.out)}
 
     async def batch_file(self, request: Any) -> Any:
         """The batch folders' own pages (the dashboard, the reports, similarity) for an instructor's browser."""
@@ -313,10 +324,11 @@ class _Staff(_Handlers):
         lesson, path = request.path_params["lesson"], request.path_params["path"]
         if person is None or person.role != "instructor":
             return _refused(401, "sign in on /instructor with an instructor's token")
-        if lesson not in self.s.lessons or ".." in path.split("/") or not path.endswith(".html"):
+        page = BatchFolder(self.s.out / lesson).page(path) if lesson in self.s.lessons else None
+        if page is None:
             return _refused(404, "no such page")
         try:
-            html = files.read_regular(self.s.out / lesson / path, 64 << 20).decode("utf-8")
+            html = files.read_regular(page, 64 << 20).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return _refused(404, "no such page (nothing graded yet?)")
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": FILES_CSP}))

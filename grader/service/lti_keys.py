@@ -118,7 +118,7 @@ def platforms() -> list[Platform]:
     if path is None or not path.is_file():
         return []
     try:
-        data = json.loads(files.read_regular(path, 1 << 20))
+        data = json.loads(files.read_regular(path, 1 << 20), parse_constant=_no_constant)
     except (OSError, ValueError) as err:
         raise LtiRefused(f"{path} cannot be read as JSON ({type(err).__name__}): fix it, or remove it") from None
     if not isinstance(data, dict):
@@ -135,6 +135,10 @@ def platforms() -> list[Platform]:
                                   str(entry.get("private_key_file") or ""), str(entry.get("auth_audience") or ""),
                                   bool(entry.get("default"))))
     return found
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON knows")
 
 
 def platform(issuer: str, client_id: str | None = None) -> Platform:

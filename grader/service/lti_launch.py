@@ -8,34 +8,28 @@
                            version 1.3.0. A learner opens their page of the service, an instructor the
                            instructor's page; a deep-linking request lists the lessons to link.
 
-A platform user is a student of the course by their SIS id (the `lis` claim's
-`person_sourcedid`), else their login (`ext.user_username`), else their email's
-local part; a launch that names none of them is refused with who it was, never
-guessed. Every launch records its context's service URLs (line items,
-memberships) and who the user is, for `grader lti send-grades` and `roster`.
+A login's state is bound to the browser that started it (a cookie set at
+login, checked at launch): an id_token and state carried to another browser
+sign nobody in there. Who the user is, and whether the launch's LMS course is
+this course's, is lti_course's to say.
 """
 
 from __future__ import annotations
 
-import json
+import hmac
 import secrets
 import threading
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from grader.base import files
-from grader.service import lti_keys
+from grader.service import lti_course, lti_keys
 from grader.service.lti_keys import LtiRefused, Platform
 
-LTI = "https://purl.imsglobal.org/spec/lti/claim/"
+LTI = lti_course.LTI
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
-AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
-NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
-INSTRUCTOR_ROLES = ("#Instructor", "#Administrator", "#ContentDeveloper", "#TeachingAssistant", "#Mentor")
 STATE_S = 600.0
 """How long a login's state waits for its launch."""
 LEEWAY_S = 30
@@ -54,37 +48,41 @@ class Launch:
     message_type: str
     claims: dict[str, Any]
     platform: Platform
+    context: lti_course.Context
 
 
 class Launches:
     """The logins waiting for their launch (state -> nonce) and the nonces used, in this server's memory."""
 
     def __init__(self) -> None:
-        self.waiting: dict[str, tuple[str, str, str, float]] = {}
+        self.waiting: dict[str, tuple[str, str, str, float, str]] = {}
         self.used: dict[str, float] = {}
         self.lock = threading.Lock()
         self.keys = lti_keys.PlatformKeys()
 
-    def login(self, params: dict[str, str], launch_url: str) -> str:
-        """The platform's auth URL to redirect to, for a third-party initiated login."""
+    def login(self, params: dict[str, str], launch_url: str) -> tuple[str, str, str]:
+        """(the platform's auth URL to redirect to, the state, the browser's binding to keep in a cookie), for a
+        third-party initiated login."""
         issuer, hint = params.get("iss", ""), params.get("login_hint", "")
         if not issuer or not hint:
             raise LtiRefused("a login needs `iss` and `login_hint` from the platform")
         where = lti_keys.platform(issuer, params.get("client_id") or None)
-        state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        state, nonce, binding = (secrets.token_urlsafe(24) for _ in range(3))
         with self.lock:
             now = time.monotonic()
             self.waiting = {s: w for s, w in self.waiting.items() if w[3] > now}
-            self.waiting[state] = (nonce, where.issuer, where.client_id, now + STATE_S)
+            self.waiting[state] = (nonce, where.issuer, where.client_id, now + STATE_S, binding)
         query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
                  "client_id": where.client_id, "redirect_uri": launch_url, "login_hint": hint, "state": state,
                  "nonce": nonce}
         if params.get("lti_message_hint"):
             query["lti_message_hint"] = params["lti_message_hint"]
-        return where.auth_login_url + ("&" if "?" in where.auth_login_url else "?") + urlencode(query)
+        url = where.auth_login_url + ("&" if "?" in where.auth_login_url else "?") + urlencode(query)
+        return url, state, binding
 
-    def launch(self, id_token: str, state: str) -> Launch:
-        """The id_token checked against the login it answers; one line for whatever is wrong."""
+    def launch(self, id_token: str, state: str, binding: str) -> Launch:
+        """The id_token checked against the login it answers, in the browser that started it (`binding`, from
+        its cookie); one line for whatever is wrong."""
         import jwt
 
         with self.lock:
@@ -92,7 +90,10 @@ class Launches:
         if waiting is None or waiting[3] < time.monotonic():
             raise LtiRefused("the launch answers no login of this tool (an unknown, used or expired state): "
                              "open the assignment from the LMS again")
-        nonce, issuer, client_id, _ = waiting
+        nonce, issuer, client_id, _, expected = waiting
+        if not hmac.compare_digest(binding.encode(), expected.encode()):
+            raise LtiRefused("the launch arrives in another browser than the one its login started in (no cookie "
+                             "of that login): open the assignment from the LMS again, in this browser")
         try:
             header = jwt.get_unverified_header(id_token)
             unverified = jwt.decode(id_token, options={"verify_signature": False})
@@ -153,69 +154,13 @@ class Launches:
 
 
 def _launch(claims: dict[str, Any], where: Platform) -> Launch:
-    roles = [str(r) for r in claims.get(LTI + "roles") or []]
-    teaching = any(r.endswith(INSTRUCTOR_ROLES) for r in roles)
-    student = who(claims)
-    if not student:
-        raise LtiRefused(f"the platform sent no SIS id, login or email for user {str(claims.get('sub'))[:60]!r} "
-                         f"({str(claims.get('name') or '')[:60]}): nobody of the course can be matched; ask the "
-                         "LMS administrator to share them with the tool")
-    launch = Launch(student, str(claims.get("name") or ""), "instructor" if teaching else "student",
-                    str(claims[LTI + "message_type"]), claims, where)
-    remember(launch)
-    return launch
-
-
-def who(claims: dict[str, Any]) -> str:
-    """The course's id of a platform user: the SIS id, else the login, else the email's local part ("" if none)."""
-    lis = claims.get(LTI + "lis") or {}
-    ext = claims.get(LTI + "ext") or claims.get("ext") or {}
-    email = str(claims.get("email") or "")
-    for found in (lis.get("person_sourcedid") if isinstance(lis, dict) else None,
-                  ext.get("user_username") if isinstance(ext, dict) else None,
-                  email.split("@")[0] if "@" in email else None):
-        if isinstance(found, str) and found.strip():
-            return found.strip()
-    return ""
-
-
-_RECORD_LOCK = threading.Lock()
-
-
-def record_path(name: str) -> Path:
-    return lti_keys.folder() / name
-
-
-def read_record(name: str) -> dict[str, Any]:
-    try:
-        data = json.loads(files.read_regular(record_path(name), 16 << 20))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def write_record(name: str, kept: dict[str, Any]) -> None:
-    files.write_text(record_path(name), json.dumps(kept, indent=1, sort_keys=True) + "\n", private=True)
-
-
-def remember(launch: Launch) -> None:
-    """The launch's context (its services' URLs) and who the user is, for the grades and the roster."""
-    context = launch.claims.get(LTI + "context") or {}
-    ags, nrps = launch.claims.get(AGS) or {}, launch.claims.get(NRPS) or {}
-    with _RECORD_LOCK:
-        contexts = read_record("contexts.json")
-        entry = contexts.get(str(context.get("id") or ""), {})
-        entry.update({k: v for k, v in {"issuer": launch.platform.issuer, "client_id": launch.platform.client_id,
-                                        "title": context.get("title"), "lineitems": ags.get("lineitems"),
-                                        "scope": ags.get("scope"),
-                                        "memberships": nrps.get("context_memberships_url"),
-                                        "at": time.time()}.items() if v})
-        contexts[str(context.get("id") or "")] = entry
-        write_record("contexts.json", contexts)
-        users = read_record("users.json")
-        users[launch.student] = {"sub": launch.claims.get("sub"), "name": launch.name, "issuer": launch.platform.issuer,
-                                 "role": launch.role}
-        write_record("users.json", users)
+    """The launch's user and context, checked against the course (nothing is recorded for one refused)."""
+    name = str(claims.get("name") or "")[:200]
+    as_role = lti_course.role(claims.get(LTI + "roles"))
+    student = lti_course.identify(claims, where.issuer)
+    context = lti_course.admit(claims, where, student, as_role)
+    lti_course.remember(claims, where.issuer, student, name, as_role, context)
+    return Launch(student, name, as_role, str(claims[LTI + "message_type"]), claims, where, context)
 
 
 def deep_link_response(launch: Launch, lesson_id: str, title: str, points: float, launch_url: str) -> tuple[str, str]:

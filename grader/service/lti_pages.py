@@ -11,6 +11,7 @@ A refusal is one line on the page and in the server's log, never a traceback.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import secrets
@@ -30,10 +31,11 @@ PAGE = ("<!doctype html><html lang=en><head><meta charset=utf-8><title>{title}</
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
-def routes(book: Book, lessons: tuple[str, ...]) -> list[Any]:
+def routes(served: Any) -> list[Any]:
+    """The LTI routes of a served course (app.Served: its tokens, its lessons, its public address)."""
     from starlette.routing import Route
 
-    pages = _Pages(book, lessons)
+    pages = _Pages(served.book, served.lessons, served.public_url)
     return [Route("/lti/jwks", pages.jwks), Route("/lti/login", pages.login, methods=["GET", "POST"]),
             Route("/lti/launch", pages.launch, methods=["POST"]),
             Route("/lti/deep-link", pages.deep_link, methods=["POST"])]
@@ -52,11 +54,24 @@ def _refused(err: LtiRefused) -> Any:
     return _page("Refused", f"<p>The LMS launch was refused: {html.escape(str(err))}</p>", 400)
 
 
+def _cookie(state: str) -> str:
+    """The name of the cookie that binds a login's state to its browser (one per login: two tabs may launch)."""
+    return "grader_lti_" + hashlib.sha256(state.encode()).hexdigest()[:16]
+
+
 class _Pages:
-    def __init__(self, book: Book, lessons: tuple[str, ...]) -> None:
-        self.book, self.lessons = book, lessons
+    def __init__(self, book: Book, lessons: tuple[str, ...], public_url: str) -> None:
+        self.book, self.lessons, self.public_url = book, lessons, public_url
         self.launches = lti_launch.Launches()
         self.linking: dict[str, tuple[lti_launch.Launch, float]] = {}
+
+    def base(self, request: Any) -> str:
+        """The tool's address as configured (`grader serve --url`), else the address this server listens on: never
+        the request's Host header, which the client chooses."""
+        if self.public_url:
+            return self.public_url
+        host, port = request.scope.get("server") or ("127.0.0.1", 80)
+        return f"{request.url.scheme}://{f'[{host}]' if ':' in str(host) else host}:{port}/"
 
     async def jwks(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -72,16 +87,23 @@ class _Pages:
         params = dict(request.query_params)
         if request.method == "POST":
             params |= {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+        base = self.base(request)
         try:
-            url = self.launches.login(params, f"{request.base_url}lti/launch")
+            url, state, binding = self.launches.login(params, f"{base}lti/launch")
         except LtiRefused as err:
             return _refused(err)
-        return RedirectResponse(url, 302, headers=HEADERS)
+        response = RedirectResponse(url, 302, headers=HEADERS)
+        secure = base.startswith("https:")  # a framed launch's cookie crosses sites: SameSite=None needs Secure
+        response.set_cookie(_cookie(state), binding, max_age=int(lti_launch.STATE_S), path="/lti/", httponly=True,
+                            secure=secure, samesite="none" if secure else "lax")
+        return response
 
     async def launch(self, request: Any) -> Any:
         form = await request.form()
+        state = str(form.get("state") or "")
         try:
-            launch = self.launches.launch(str(form.get("id_token") or ""), str(form.get("state") or ""))
+            launch = self.launches.launch(str(form.get("id_token") or ""), state,
+                                          request.cookies.get(_cookie(state), ""))
         except LtiRefused as err:
             return _refused(err)
         if launch.message_type == "LtiDeepLinkingRequest":
@@ -123,7 +145,7 @@ class _Pages:
         chosen = catalog.get(lesson)
         try:
             back, jwt_text = lti_launch.deep_link_response(held[0], lesson, chosen.title, chosen.max_score,
-                                                           f"{request.base_url}lti/launch")
+                                                           f"{self.base(request)}lti/launch")
         except LtiRefused as err:
             return _refused(err)
         body = (f"<form id=back method=post action=\"{html.escape(back)}\"><input type=hidden name=JWT "

@@ -5,9 +5,12 @@ JWT assertion signed by the tool's key (RFC 7523), scoped to what it needs.
 `send_grades` finds the lesson's line item (its `resourceId` is the lesson's
 id) or creates it, and posts each student's score as
 `application/vnd.ims.lis.v1.score+json`; written answers nobody has graded yet
-post `PendingManual`. What was sent is remembered by the result's digest and
-score, so sending twice posts nothing new. `members` follows the container's
-`Link: rel="next"` pages.
+post `PendingManual`. What was sent is remembered per LMS course by the
+result's digest and score, so sending twice posts nothing new. Grades go only
+to the LMS courses this course is bound to (lti_course), each student's to the
+course they are a member of. `members` follows the container's `Link:
+rel="next"` pages on the platform's own origin only: the access token never
+goes anywhere else.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from grader.base import spelling
 from grader.result.record import GradeResult
-from grader.service import lti_keys, lti_launch
+from grader.service import lti_course, lti_keys
 from grader.service.lti_keys import LtiRefused, Platform
 
 SCOPES = {"lineitem": "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
@@ -36,20 +39,38 @@ SENT = "sent.json"
 
 @dataclass(frozen=True)
 class Context:
-    """Where a course's services are: its platform, and the URLs a launch gave (or the command line)."""
+    """Where a course's grades and roster go: a bound LMS course's services (or URLs given on the command line)."""
 
     platform: Platform
     lineitems: str = ""
     memberships: str = ""
+    bound: lti_course.Context | None = None
+    """The LMS course these are of (None: URLs given on the command line, for a course not launched yet)."""
+
+    @property
+    def key(self) -> str:
+        return self.bound.key if self.bound is not None else f"given {self.lineitems or self.memberships}"
+
+    @property
+    def title(self) -> str:
+        return (self.bound.title or self.bound.id) if self.bound is not None else "the URLs given"
 
 
-def context(lineitems: str | None = None, memberships: str | None = None, issuer: str | None = None) -> Context:
-    """The latest launched context's services, the URLs given overriding them; one line when none is known."""
-    launched = sorted(lti_launch.read_record("contexts.json").values(), key=lambda c: -float(c.get("at") or 0))
-    latest = launched[0] if launched else {}
-    where = lti_keys.platform(issuer or latest.get("issuer") or _only_issuer(), latest.get("client_id"))
-    found = Context(where, lineitems or latest.get("lineitems") or "", memberships or latest.get("memberships") or "")
-    return found
+def contexts(lineitems: str | None = None, memberships: str | None = None, issuer: str | None = None) -> list[Context]:
+    """The services of every LMS course this course is bound to; or, with URLs given, those alone. One line when
+    none is known."""
+    bound = lti_course.bound()
+    if lineitems or memberships:
+        issuers = {c.issuer for c in bound}
+        named = issuer or (issuers.pop() if len(issuers) == 1 else _only_issuer())
+        return [Context(lti_keys.platform(named), lineitems or "", memberships or "")]
+    if issuer:
+        bound = [c for c in bound if c.issuer == issuer]
+    if not bound:
+        raise LtiRefused("this course is bound to no LMS course yet: its instructor launches the tool from the LMS "
+                         "course once (or list the context in course.toml's [lti] contexts and launch), or pass "
+                         "--lineitems / --memberships")
+    return [Context(lti_keys.platform(c.issuer, c.client_id), c.lineitems, c.memberships, c) for c in bound]
 
 
 def _only_issuer() -> str:
@@ -113,7 +134,18 @@ def members(where: Context) -> list[dict[str, Any]]:
                 raise LtiRefused(f"the platform refused the roster ({got.status_code}: {got.text[:160]})")
             found += [m for m in _json(got).get("members", []) if isinstance(m, dict)]
             url = _next(got.headers.get("link", ""))
+            if url is not None and _origin(url) != _origin(where.memberships):
+                raise LtiRefused(f"the platform's roster names its next page on another origin ({_origin(url)[:80]}, "
+                                 f"not {_origin(where.memberships)}): not followed, and the LMS's token not sent there")
     return found
+
+
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def _next(link: str) -> str | None:
@@ -122,14 +154,6 @@ def _next(link: str) -> str | None:
         if match:
             return match.group(1)
     return None
-
-
-def member_id(member: dict[str, Any]) -> str:
-    """A member's course id, as a launch's user is matched (lti_launch.who)."""
-    claims = {lti_launch.LTI + "lis": {"person_sourcedid": member.get("lis_person_sourcedid")},
-              "ext": {"user_username": member.get("ext_user_username") or member.get("login_id")},
-              "email": member.get("email")}
-    return lti_launch.who(claims)
 
 
 @dataclass(frozen=True)
@@ -145,10 +169,11 @@ class Planned:
     send: bool
 
 
-def plan(results: list[GradeResult], lesson_id: str, users: dict[str, str], points: float) -> list[Planned]:
-    """What sending the lesson's grades would do, per student (users: the course id -> the platform's user id;
-    points: the lesson's, the maximum of a submission that could not be graded)."""
-    sent = lti_launch.read_record(SENT).get(lesson_id, {})
+def plan(where: Context, results: list[GradeResult], lesson_id: str, users: dict[str, str],
+         points: float) -> list[Planned]:
+    """What sending the lesson's grades to this LMS course would do, per student (users: the course id -> the
+    platform's user id; points: the lesson's, the maximum of a submission that could not be graded)."""
+    sent = _sent(where).get(lesson_id, {})
     planned = []
     for result in results:
         pending = result.manual is not None and bool(result.manual.pending)
@@ -186,7 +211,7 @@ def send(where: Context, lesson_id: str, title: str, points: float, planned: lis
             if got.status_code not in (200, 201, 204):
                 raise LtiRefused(f"the platform refused {p.student}'s score ({got.status_code}: {got.text[:160]}); "
                                  f"{posted} were sent before it")
-            _remember(lesson_id, p.student, result.digest, p.new, p.progress)
+            _remember(where, lesson_id, p.student, result.digest, p.new, p.progress)
             posted += 1
     return posted
 
@@ -209,19 +234,34 @@ def _line_item(where: Context, bearer: str, lesson_id: str, title: str, points: 
     return str(_json(made)["id"])
 
 
-def _remember(lesson_id: str, student: str, digest: str | None, score: float | None, progress: str) -> None:
-    sent = lti_launch.read_record(SENT)
-    sent.setdefault(lesson_id, {})[student] = {"digest": digest, "score": score, "progress": progress}
-    lti_launch.write_record(SENT, sent)
+def _sent(where: Context) -> dict[str, Any]:
+    """What was sent to this LMS course, by lesson and student."""
+    found = lti_course.read_record(SENT).get(where.key)
+    return found if isinstance(found, dict) else {}
 
 
-def users_by_student(where: Context | None) -> dict[str, str]:
-    """The platform's user id of each student: the launches', and the roster's where a memberships URL is known."""
-    users = {s: str(u.get("sub")) for s, u in lti_launch.read_record("users.json").items()
-             if u.get("sub") and u.get("role") == "student"}
-    if where is not None and where.memberships:
-        users |= {member_id(m): str(m.get("user_id")) for m in members(where)
-                  if member_id(m) and m.get("user_id") and learner(m)}
+def _remember(where: Context, lesson_id: str, student: str, digest: str | None, score: float | None,
+              progress: str) -> None:
+    sent = lti_course.read_record(SENT)
+    sent = {k: v for k, v in sent.items() if k.startswith(("http", "given ")) and isinstance(v, dict)}  # old kinds go
+    sent.setdefault(where.key, {}).setdefault(lesson_id, {})[student] = {"digest": digest, "score": score,
+                                                                        "progress": progress}
+    lti_course.write_record(SENT, sent)
+
+
+def users_by_student(where: Context, roster: bool = True) -> dict[str, str]:
+    """The platform's user id of each student of this LMS course: those who launched from it as learners, and
+    (with `roster`, where a memberships URL is known) its roster's learners."""
+    if where.bound is not None:
+        users = lti_course.users(where.bound)
+    else:
+        users = {str(u["student"]): str(u["sub"]) for u in lti_course.read_record(lti_course.USERS).values()
+                 if isinstance(u, dict) and u.get("issuer") == where.platform.issuer and u.get("student")
+                 and "student" in (u.get("contexts") or {}).values()}
+    if roster and where.memberships:
+        issuer = where.platform.issuer
+        users |= {lti_course.member_id(m, issuer): str(m.get("user_id")) for m in members(where)
+                  if lti_course.member_id(m, issuer) and m.get("user_id") and learner(m)}
     return users
 
 
@@ -231,15 +271,23 @@ def learner(member: dict[str, Any]) -> bool:
 
 
 def send_one(result: GradeResult, lesson_id: str, title: str, points: float) -> str:
-    """The service's passback of one grade as it is recorded (course.toml's `send_grades`): a line saying what
-    happened; never an exception (the grade is recorded whatever the LMS says)."""
+    """The service's passback of one grade as it is recorded (course.toml's `send_grades`), to the LMS course the
+    student is a member of: a line saying what happened; never an exception (the grade is recorded whatever the
+    LMS says)."""
     try:
-        where = context()
-        users = users_by_student(None)  # the launches' users; the whole roster only for a student they lack
-        planned = plan([result], lesson_id, users if result.student in users else users_by_student(where), points)
-        if planned[0].user_id is None:
-            return f"{result.student} is not in the LMS (no launch, not on its roster): the grade was not sent"
-        sent = send(where, lesson_id, title, points, planned, {result.student: result})
+        said = []
+        for where in contexts():
+            users = users_by_student(where, roster=False)  # the launches'; the whole roster only for one they lack
+            if result.student not in users:
+                users = users_by_student(where)
+            if result.student not in users:
+                continue
+            planned = plan(where, [result], lesson_id, users, points)
+            sent = send(where, lesson_id, title, points, planned, {result.student: result})
+            said.append(f"{result.student}'s grade sent to the LMS" if sent else
+                        f"{result.student}: nothing new for the LMS")
     except (LtiRefused, OSError) as err:
         return f"{result.student}'s grade was not sent to the LMS: {err}"
-    return f"{result.student}'s grade sent to the LMS" if sent else f"{result.student}: nothing new for the LMS"
+    if not said:
+        return f"{result.student} is not in the LMS (no launch, not on its roster): the grade was not sent"
+    return "; ".join(said)

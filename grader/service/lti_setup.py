@@ -8,7 +8,8 @@ from pathlib import Path
 from grader.base import escape, files, spelling
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog
-from grader.service import lti_services
+from grader.result.record import GradeResult
+from grader.service import lti_course, lti_services
 from grader.service.lti_keys import LtiRefused
 
 
@@ -42,15 +43,27 @@ def describe(url: str) -> str:
 
 def send_grades(out: Path, lesson_id: str, dry_run: bool, lineitems: str | None, memberships: str | None,
                 issuer: str | None) -> list[str]:
-    """Send (or, dry, describe) the latest grade of each student of a batch folder."""
+    """Send (or, dry, describe) the latest grade of each student of a batch folder, to each LMS course this course
+    is bound to (its own learners' grades to each)."""
     lesson = catalog.get(lesson_id)
     folder = BatchFolder(out / lesson_id if (out / lesson_id).is_dir() and not BatchFolder(out).is_batch() else out)
     if not folder.is_batch():
         raise LtiRefused(f"{out} holds no graded batch of {lesson_id}")
     results = {r.student: r for r in (result for _, result in folder.read_all()) if r.lesson == lesson_id}
-    where = lti_services.context(lineitems, memberships, issuer)
+    targets = lti_services.contexts(lineitems, memberships, issuer)
+    lines: list[str] = []
+    for where in targets:
+        named = f" (LMS course {where.title})" if len(targets) > 1 else ""
+        lines += [line.replace(" of " + lesson_id, " of " + lesson_id + named, 1) if i == 0 else line
+                  for i, line in enumerate(_send_to(where, lesson, results, dry_run))]
+    return lines
+
+
+def _send_to(where: lti_services.Context, lesson: catalog.Lesson, results: dict[str, GradeResult],
+             dry_run: bool) -> list[str]:
     users = lti_services.users_by_student(where)
-    planned = lti_services.plan(sorted(results.values(), key=lambda r: r.student), lesson_id, users, lesson.max_score)
+    planned = lti_services.plan(where, sorted(results.values(), key=lambda r: r.student), lesson.id, users,
+                                lesson.max_score)
     lines = []
     for p in planned:
         new = spelling.score(p.new) if p.new is not None else "-"
@@ -60,10 +73,10 @@ def send_grades(out: Path, lesson_id: str, dry_run: bool, lineitems: str | None,
         lines.append(f"  {escape.terminal(p.student):<20} {p.old:>6} -> {new:>6} of {most} ({p.progress}): {state}")
     unmatched = sorted(set(users) - set(results))
     if not dry_run:
-        sent = lti_services.send(where, lesson_id, lesson.title, lesson.max_score, planned, results)
-        head = f"{sent} grades of {lesson_id} sent to {where.platform.issuer}"
+        sent = lti_services.send(where, lesson.id, lesson.title, lesson.max_score, planned, results)
+        head = f"{sent} grades of {lesson.id} sent to {where.platform.issuer}"
     else:
-        head = f"dry run: {sum(p.send for p in planned)} of {len(planned)} grades of {lesson_id} would be sent"
+        head = f"dry run: {sum(p.send for p in planned)} of {len(planned)} grades of {lesson.id} would be sent"
     missing = [p.student for p in planned if p.user_id is None]
     tail = ([f"not in the LMS (no launch, not on its roster): {', '.join(missing)}"] if missing else []) + (
         [f"in the LMS with no grade here: {', '.join(unmatched)}"] if unmatched else [])
@@ -72,14 +85,16 @@ def send_grades(out: Path, lesson_id: str, dry_run: bool, lineitems: str | None,
 
 def roster(out: Path, memberships: str | None, issuer: str | None) -> list[str]:
     """The context's learners as a roster file; who joined and who left since the file was last written."""
-    where = lti_services.context(None, memberships, issuer)
-    members = lti_services.members(where)
+    members = [(where, m) for where in lti_services.contexts(None, memberships, issuer)
+               for m in lti_services.members(where)]
     rows = [("student", "name", "email", "lti_user_id")]
     unnamed = []
-    for member in members:
+    for where, member in members:
         if not lti_services.learner(member):
             continue
-        student = lti_services.member_id(member)
+        student = lti_course.member_id(member, where.platform.issuer)
+        if student in {row[0] for row in rows}:
+            continue  # a member of two of the course's LMS courses is one student
         if not student:
             unnamed.append(str(member.get("name") or member.get("user_id")))
             continue
