@@ -191,3 +191,39 @@ def full_marks(result: dict[str, Any]) -> bool:
     exercises = result["exercises"]
     return bool(exercises) and all(e["status"] == "passed" and e["score"] == e["max_score"] for e in exercises) \
         and result["score"] == sum(e["max_score"] for e in exercises)
+
+
+@pytest.fixture
+def service(own_course: Any, tmp_path: Path) -> Any:
+    """The submission service's HTTP side (test_service.py, test_front_door.py): a course with a cooldown and a small size limit, two students and an instructor, its app served on
+    loopback; yields an httpx client to it."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
+
+    from grader.service import app, tokens
+    from grader.service.jobs import Queue
+
+    own_course(toml="[lessons.inference-capacity.submissions]\ncooldown_minutes = 10\nmax_bytes = 400000\n"
+                    "[lessons.dynamic-batching.submissions]\nmax_graded = 1\n")
+    made = {p.who: t for p, t in tokens.issue([("ada", "Ada"), ("ben", "Ben")], "student")}
+    made["prof"] = tokens.issue([("prof", "Prof")], "instructor")[0][1]
+    served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served",
+                        ("inference-capacity", "inference-scaling", "dynamic-batching"), jobs=2, min_free=0)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(app.app(served), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=20) as client:
+            client.tokens = made  # type: ignore[attr-defined]
+            client.served = served  # type: ignore[attr-defined]
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

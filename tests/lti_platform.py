@@ -10,6 +10,13 @@ next id_token wrong in one way (another audience, an expired one, a key it
 does not publish) for the refusal tests. Every service call checks the bearer
 token its /token endpoint issued after verifying the tool's signed assertion
 against the tool's own /lti/jwks.
+
+As a university's LMS is, it is shared: two courses (contexts) on one
+deployment, each with its own line items and memberships, a member launching
+from the context they belong to (`context`), with the roles Canvas sends
+(institution roles beside context ones, Mentor for an observer) and a login
+where one is given (`login`). `hostile_link` makes the roster's next page point
+at another origin, which records any bearer token sent to it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,13 @@ DEPLOYMENT = "07940580-b309-415e-a37c-914d387c1150"
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+MENTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor"
+TEACHING_ASSISTANT = "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"
+INSTITUTION_INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"
+SYSTEM_ADMINISTRATOR = "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"
+COURSE = "c1d887f0-a1a3-4bca-ae25-c375edcc131a"  # LTI Core 1.3, section 5.4.1's example context
+OTHER_COURSE = "9f21e8a4-5d6c-4a7e-b3f0-0c8d1e2f3a4b"  # another course of the same university, on the same deployment
+CONTEXTS = {COURSE: ("ECON 1010", "Economics as a Social Science"), OTHER_COURSE: ("HIST 2020", "Modern History")}
 
 
 class Platform:
@@ -47,12 +61,16 @@ class Platform:
         self.url = ""
         self.tool = ""
         self.page_size = 2
+        self.hostile_link = ""
+        """An origin the roster's next page points at (empty: the platform's own)."""
 
     # -- the launch -------------------------------------------------------------------------------------------------
     def id_token(self, user: dict[str, Any], nonce: str) -> str:
         now = int(time.time())
-        context = {"id": "c1d887f0-a1a3-4bca-ae25-c375edcc131a", "label": "ECON 1010",
-                   "title": "Economics as a Social Science", "type": ["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"]}
+        where = user.get("context") or COURSE
+        label, title = CONTEXTS[where]
+        context = {"id": where, "label": label, "title": title,
+                   "type": ["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"]}
         claims: dict[str, Any] = {
             "iss": ISSUER, "sub": user["user_id"], "aud": CLIENT_ID, "exp": now + 600, "iat": now, "nonce": nonce,
             "name": user["name"], "email": user.get("email"),
@@ -66,10 +84,12 @@ class Platform:
             "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": {
                 "scope": ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
                           "https://purl.imsglobal.org/spec/lti-ags/scope/score"],
-                "lineitems": f"{self.url}/lineitems"},
+                "lineitems": f"{self.url}/{where}/lineitems"},
             "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": {
-                "context_memberships_url": f"{self.url}/memberships", "service_versions": ["2.0"]},
+                "context_memberships_url": f"{self.url}/{where}/memberships", "service_versions": ["2.0"]},
         }
+        if user.get("login"):
+            claims[LTI + "ext"] = {"user_username": user["login"]}
         if self.message == "LtiDeepLinkingRequest":
             claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = {
                 "deep_link_return_url": f"{self.url}/deep_links", "accept_types": ["link", "ltiResourceLink"],
@@ -123,41 +143,68 @@ class Platform:
         async def lineitems(request: Any) -> Any:
             if not authorised(request):
                 return Response(status_code=401)
+            where = request.path_params["context"]
             if request.method == "GET":
-                return JSONResponse(self.lineitems, media_type="application/vnd.ims.lis.v2.lineitemcontainer+json")
+                return JSONResponse([i for i in self.lineitems if i["context"] == where],
+                                    media_type="application/vnd.ims.lis.v2.lineitemcontainer+json")
             item = await request.json()
-            item["id"] = f"{self.url}/lineitems/{len(self.lineitems) + 1}/lineitem"
-            self.lineitems.append(item)
+            item["id"] = f"{self.url}/{where}/lineitems/{len(self.lineitems) + 1}/lineitem"
+            self.lineitems.append(item | {"context": where})
             return JSONResponse(item, 201, media_type="application/vnd.ims.lis.v2.lineitem+json")
 
         async def scores(request: Any) -> Any:
             if not authorised(request) or request.headers.get("content-type") != "application/vnd.ims.lis.v1.score+json":
                 return Response(status_code=401)
-            self.scores.append(await request.json() | {"lineitem": request.path_params["n"]})
+            self.scores.append(await request.json() | {"lineitem": request.path_params["n"],
+                                                       "context": request.path_params["context"]})
             return Response(status_code=204)
 
         async def memberships(request: Any) -> Any:
             if not authorised(request):
                 return Response(status_code=401)
+            where = request.path_params["context"]
+            everyone = [m for m in self.members if (m.get("context") or COURSE) == where]
             page = int(request.query_params.get("page", "0"))
-            chunk = self.members[page * self.page_size:(page + 1) * self.page_size]
+            chunk = everyone[page * self.page_size:(page + 1) * self.page_size]
             headers = {}
-            if (page + 1) * self.page_size < len(self.members):
-                headers["Link"] = f'<{self.url}/memberships?page={page + 1}>; rel="next"'
-            return JSONResponse({"id": f"{self.url}/memberships", "context": {"id": "c1d887f0"}, "members": chunk},
+            if (page + 1) * self.page_size < len(everyone):
+                origin = self.hostile_link or self.url
+                headers["Link"] = f'<{origin}/{where}/memberships?page={page + 1}>; rel="next"'
+            return JSONResponse({"id": f"{self.url}/{where}/memberships", "context": {"id": where},
+                                 "members": chunk},
                                 headers=headers, media_type="application/vnd.ims.lti-nrps.v2.membershipcontainer+json")
 
         return Starlette(routes=[Route("/jwks", jwks), Route("/auth", auth), Route("/token", token, methods=["POST"]),
-                                 Route("/lineitems", lineitems, methods=["GET", "POST"]),
-                                 Route("/lineitems/{n}/lineitem/scores", scores, methods=["POST"]),
-                                 Route("/memberships", memberships)])
+                                 Route("/{context}/lineitems", lineitems, methods=["GET", "POST"]),
+                                 Route("/{context}/lineitems/{n}/lineitem/scores", scores, methods=["POST"]),
+                                 Route("/{context}/memberships", memberships)])
 
 
-def member(user_id: str, sis: str | None, name: str, roles: list[str], email: str | None = None) -> dict[str, Any]:
-    """A member as NRPS 2.0's example lists one."""
+def member(user_id: str, sis: str | None, name: str, roles: list[str], email: str | None = None,
+           context: str = COURSE, login: str | None = None) -> dict[str, Any]:
+    """A member as NRPS 2.0's example lists one, of one of the platform's courses."""
     return {"status": "Active", "name": name, "picture": "https://platform.example.edu/jane.jpg",
             "given_name": name.split()[0], "family_name": name.split()[-1], "email": email,
-            "user_id": user_id, "lis_person_sourcedid": sis, "roles": roles, "message_id": str(uuid.uuid4())}
+            "user_id": user_id, "lis_person_sourcedid": sis, "roles": roles, "message_id": str(uuid.uuid4()),
+            "context": context, "login": login}
+
+
+class Recorder:
+    """Another origin, which records every request's bearer token (where a roster's hostile next page points)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def anything(request: Any) -> Any:
+            self.seen.append(request.headers.get("authorization", ""))
+            return JSONResponse({"members": []})
+
+        return Starlette(routes=[Route("/{path:path}", anything)])
 
 
 def registration(url: str) -> dict[str, Any]:

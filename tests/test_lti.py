@@ -21,7 +21,22 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from lti_platform import CLIENT_ID, INSTRUCTOR, ISSUER, LEARNER, Platform, member, registration
+from lti_platform import (
+    CLIENT_ID,
+    COURSE,
+    INSTITUTION_INSTRUCTOR,
+    INSTRUCTOR,
+    ISSUER,
+    LEARNER,
+    MENTOR,
+    OTHER_COURSE,
+    SYSTEM_ADMINISTRATOR,
+    TEACHING_ASSISTANT,
+    Platform,
+    Recorder,
+    member,
+    registration,
+)
 
 ROOT = Path(__file__).parent.parent
 LESSON = "inference-scaling"
@@ -73,15 +88,21 @@ def _form(page: str) -> tuple[str, dict[str, str]]:
     return action, fields
 
 
-def _launch(lms: dict[str, Any], user: str) -> tuple[httpx.Response, dict[str, str]]:
-    """The whole flow as a browser makes it: the platform starts the login, the tool redirects to the platform's
-    auth URL, the platform answers with a form that posts the id_token to the tool."""
-    login = httpx.get(f"{lms['tool']}/lti/login", params={"iss": ISSUER, "login_hint": user, "client_id": CLIENT_ID,
-                                                           "target_link_uri": f"{lms['tool']}/lti/launch",
-                                                           "lti_message_hint": "xy"})
+def _login(lms: dict[str, Any], user: str, browser: httpx.Client) -> tuple[str, dict[str, str]]:
+    """The first half of a launch in one browser (its cookies kept): the platform starts the login, the tool
+    redirects to the platform's auth URL, the platform answers with the form that would post the id_token."""
+    login = browser.get(f"{lms['tool']}/lti/login", params={"iss": ISSUER, "login_hint": user, "client_id": CLIENT_ID,
+                                                             "target_link_uri": f"{lms['tool']}/lti/launch",
+                                                             "lti_message_hint": "xy"})
     assert login.status_code == 302, login.text
-    action, fields = _form(httpx.get(login.headers["location"]).text)
-    return httpx.post(action, data=fields), fields
+    return _form(browser.get(login.headers["location"]).text)
+
+
+def _launch(lms: dict[str, Any], user: str) -> tuple[httpx.Response, dict[str, str]]:
+    """The whole flow as one browser makes it: the login, then the form posted to the tool."""
+    with httpx.Client() as browser:
+        action, fields = _login(lms, user, browser)
+        return browser.post(action, data=fields), fields
 
 
 def _refusal(response: httpx.Response) -> str:
@@ -90,6 +111,8 @@ def _refusal(response: httpx.Response) -> str:
 
 
 def test_a_learner_and_an_instructor_launch_into_their_own_pages_signed_in(lms: dict[str, Any]) -> None:
+    teacher_first, _ = _launch(lms, INSTRUCTOR_ID)  # the first instructor launch binds the course to its context
+    assert 'data-role="instructor"' in teacher_first.text
     learner, _ = _launch(lms, "user-ada")
     assert learner.status_code == 200, learner.text
     assert 'data-student="ada"' in learner.text and 'data-role="student"' in learner.text
@@ -104,20 +127,22 @@ def test_a_learner_and_an_instructor_launch_into_their_own_pages_signed_in(lms: 
     assert httpx.get(f"{lms['tool']}/api/queue", headers={"Authorization": f"Bearer {staff}"}).status_code == 200
     contexts = json.loads((lms["home"] / "private" / "lti" / "contexts.json").read_text())
     (recorded,) = contexts.values()
-    assert recorded["lineitems"] == f"{lms['platform'].url}/lineitems"
-    assert recorded["memberships"] == f"{lms['platform'].url}/memberships"
+    assert recorded["lineitems"] == f"{lms['platform'].url}/{COURSE}/lineitems"
+    assert recorded["memberships"] == f"{lms['platform'].url}/{COURSE}/memberships"
 
 
 def test_every_wrong_launch_is_refused_in_one_line(lms: dict[str, Any]) -> None:
     platform = lms["platform"]
+    _launch(lms, INSTRUCTOR_ID)
     first, fields = _launch(lms, "user-ben")
     assert first.status_code == 200
     replayed = httpx.post(f"{lms['tool']}/lti/launch", data=fields)
     assert "answers no login of this tool" in _refusal(replayed)
-    # the same id_token under a fresh login's state: its nonce was used
-    login = httpx.get(f"{lms['tool']}/lti/login", params={"iss": ISSUER, "login_hint": "user-ben"})
-    state = re.search(r"state=([^&]+)", login.headers["location"])[1]
-    again = httpx.post(f"{lms['tool']}/lti/launch", data={"id_token": fields["id_token"], "state": state})
+    # the same id_token under a fresh login's state, in the browser that started that login: its nonce was used
+    with httpx.Client() as browser:
+        login = browser.get(f"{lms['tool']}/lti/login", params={"iss": ISSUER, "login_hint": "user-ben"})
+        state = re.search(r"state=([^&]+)", login.headers["location"])[1]
+        again = browser.post(f"{lms['tool']}/lti/launch", data={"id_token": fields["id_token"], "state": state})
     assert _refusal(again) == ("The LMS launch was refused: the launch was replayed (its nonce was used already): "
                                "open the assignment from the LMS again")
     platform.tamper = {"claims": {"aud": "another-tool"}}
@@ -129,7 +154,7 @@ def test_every_wrong_launch_is_refused_in_one_line(lms: dict[str, Any]) -> None:
     platform.tamper = {"claims": {"https://purl.imsglobal.org/spec/lti/claim/deployment_id": "elsewhere"}}
     assert "deployment 'elsewhere'" in _refusal(_launch(lms, "user-ben")[0])
     nobody = _refusal(_launch(lms, "user-nosis")[0])
-    assert "no SIS id, login or email for user 'user-nosis' (Noel Nobody)" in nobody
+    assert "no SIS id or login for user 'user-nosis' (Noel Nobody)" in nobody
     unknown = httpx.get(f"{lms['tool']}/lti/login", params={"iss": "https://elsewhere.example", "login_hint": "x"})
     assert "is registered in the course's lti.json" in _refusal(unknown)
 
@@ -160,7 +185,7 @@ def test_an_instructor_links_a_lesson_by_deep_linking(lms: dict[str, Any]) -> No
 def test_the_roster_is_pulled_page_by_page_and_says_who_joined_and_left(lms: dict[str, Any]) -> None:
     from grader.service import lti_setup
 
-    _launch(lms, "user-ada")  # the launch records the memberships URL
+    _launch(lms, INSTRUCTOR_ID)  # the launch binds the course and records its memberships URL
     out = lms["tmp"] / "roster.csv"
     said = lti_setup.roster(out, None, None)
     assert said[0] == f"5 students written to {out} (7 members read)"  # 4 pages of 2; the instructor left out
@@ -192,7 +217,10 @@ def graded_samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_grades_go_back_once_and_a_dry_run_lists_every_student(lms: dict[str, Any], graded_samples: Path) -> None:
     from grader.service import lti_setup
 
+    _launch(lms, INSTRUCTOR_ID)
     _launch(lms, "user-ada")
+    _add(lms, member("user-hist-kid", "olga", "Olga Student", [LEARNER], context=OTHER_COURSE))
+    assert "not bound to" in _refusal(_launch(lms, "user-hist-kid")[0])  # another course's student opens the tool
     results = {p.stem: json.loads(p.read_text()) for p in (graded_samples / "results").glob("*.json")}
     dry = lti_setup.send_grades(graded_samples, LESSON, True, None, None, None)
     print("\n".join(dry))  # what `grader lti send-grades OUT --lesson L --dry-run` prints
@@ -208,6 +236,7 @@ def test_grades_go_back_once_and_a_dry_run_lists_every_student(lms: dict[str, An
     assert sent[0] == f"5 grades of {LESSON} sent to {ISSUER}"
     (item,) = lms["platform"].lineitems
     assert item["resourceId"] == LESSON and item["scoreMaximum"] == 6
+    assert item["context"] == COURSE and {s["context"] for s in lms["platform"].scores} == {COURSE}
     by_user = {s["userId"]: s for s in lms["platform"].scores}
     assert set(by_user) == {f"user-{s}" for s in LEARNERS}
     ada = by_user["user-ada"]
@@ -227,3 +256,152 @@ def test_grades_go_back_once_and_a_dry_run_lists_every_student(lms: dict[str, An
     assert lti_services.send_one(recorded["ada"], LESSON, "t", 6) == "ada: nothing new for the LMS"
     assert lti_services.send_one(recorded["fay"], LESSON, "t", 6) == (
         "fay is not in the LMS (no launch, not on its roster): the grade was not sent")
+
+
+# -- who a launch is, and for which course (the front door's trust) ------------------------------------------------
+def _add(lms: dict[str, Any], *members: dict[str, Any]) -> None:
+    lms["platform"].members.extend(members)
+
+
+def _token(response: httpx.Response) -> str:
+    return re.search(r'"grader-(?:token|instructor)", "([^"]+)"', response.text)[1]
+
+
+def test_only_a_role_in_this_courses_context_opens_the_instructors_side(lms: dict[str, Any]) -> None:
+    _launch(lms, INSTRUCTOR_ID)
+    _add(lms, member("user-fay", "fay", "Fay Student", [LEARNER, INSTITUTION_INSTRUCTOR]),  # teaches elsewhere
+         member("user-mo", "mo", "Mo Parent", [MENTOR]),  # Canvas's observer
+         member("user-root", "root1", "Root Admin", [SYSTEM_ADMINISTRATOR, INSTITUTION_INSTRUCTOR]),
+         member("user-tia", "tia", "Tia Assistant", [TEACHING_ASSISTANT]))
+    fay, _ = _launch(lms, "user-fay")
+    assert 'data-role="student"' in fay.text
+    queue = httpx.get(f"{lms['tool']}/api/queue", headers={"Authorization": f"Bearer {_token(fay)}"})
+    assert queue.status_code == 401  # an institution's Instructor who is a Learner here sees nobody's work
+    assert "an observer (Mentor) of the LMS course has no access here" in _refusal(_launch(lms, "user-mo")[0])
+    root = _refusal(_launch(lms, "user-root")[0])
+    assert "no role of a learner or an instructor in this LMS course (context roles: none)" in root
+    assert "institution and system roles open nothing here" in root
+    assert "(context roles: TeachingAssistant)" in _refusal(_launch(lms, "user-tia")[0])  # not unless the course says
+    (lms["home"] / "course.toml").write_text('name = "lti"\ntimezone = "UTC"\n[lti]\n'
+                                             'instructor_roles = ["Instructor", "TeachingAssistant"]\n')
+    tia, _ = _launch(lms, "user-tia")
+    assert 'data-role="instructor"' in tia.text
+
+
+def test_a_course_is_bound_to_its_lms_course_and_another_courses_launch_is_refused(lms: dict[str, Any]) -> None:
+    from grader.service import lti_services
+
+    early = _refusal(_launch(lms, "user-ada")[0])
+    assert "this course is not bound to its LMS course yet: its instructor opens the tool" in early
+    _add(lms, member("user-hist-prof", "hprof", "Hal Historian", [INSTRUCTOR], context=OTHER_COURSE),
+         member("user-hist-kid", "olga", "Olga Student", [LEARNER], context=OTHER_COURSE))
+    teacher, _ = _launch(lms, INSTRUCTOR_ID)
+    assert 'data-role="instructor"' in teacher.text
+    for other in ("user-hist-prof", "user-hist-kid"):  # one deployment, another course: its instructor is nobody here
+        said = _refusal(_launch(lms, other)[0])
+        assert f"the launch comes from the LMS course 'Modern History' ({OTHER_COURSE})" in said
+        assert f"which this course is not bound to (Economics as a Social Science ({COURSE}))" in said
+    assert 'data-role="student"' in _launch(lms, "user-ada")[0].text
+    (where,) = lti_services.contexts()  # where grades go: the bound course's line items, whoever launched last
+    assert where.lineitems == f"{lms['platform'].url}/{COURSE}/lineitems"
+    assert where.memberships == f"{lms['platform'].url}/{COURSE}/memberships"
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    shown = CliRunner().invoke(cli.main, ["course"]).output  # what `grader course` prints
+    assert f"LMS course: Economics as a Social Science (context {COURSE}, {ISSUER}, deployment " in shown
+    assert "bound by the first instructor launch (example.edu:71ee7e42, " in shown
+    assert f"grades go to {lms['platform'].url}/{COURSE}/lineitems" in shown
+    assert "LMS instructors: the context roles Instructor (institution and system roles never)" in shown
+    # a course.toml that names the other course's context lets its launches in too (cross-listed sections)
+    (lms["home"] / "course.toml").write_text(f'name = "lti"\ntimezone = "UTC"\n[lti]\ncontexts = ["{OTHER_COURSE}"]\n')
+    assert 'data-student="olga"' in _launch(lms, "user-hist-kid")[0].text
+    assert {c.title for c in lti_services.contexts()} == {"Economics as a Social Science", "Modern History"}
+
+
+def test_an_lms_id_that_cannot_name_a_file_is_refused(lms: dict[str, Any], tmp_path: Path) -> None:
+    from grader.base.errors import GraderError
+    from grader.classroom.batch_folder import BatchFolder
+
+    _launch(lms, INSTRUCTOR_ID)
+    _add(lms, member("user-esc", None, "Eve Escaper", [LEARNER], login="../../../escaped"),
+         member("user-dot", None, "Dot Dotty", [LEARNER], login=".."))
+    said = _refusal(_launch(lms, "user-esc")[0])
+    assert "the LMS's id for this user '../../../escaped' cannot be a student id: it holds a path separator" in said
+    assert "it begins with a dot" in _refusal(_launch(lms, "user-dot")[0])
+    users = json.loads((lms["home"] / "private" / "lti" / "users.json").read_text())
+    assert [u["student"] for u in users.values()] == ["example.edu:71ee7e42"]  # nothing kept of the refused
+    with pytest.raises(GraderError, match="cannot name a file of the batch"):  # and the folder's own last guard
+        BatchFolder(tmp_path / "out").result("../../escaped")
+
+
+def test_a_user_is_matched_on_stable_ids_never_an_emails_local_part(lms: dict[str, Any]) -> None:
+    _launch(lms, INSTRUCTOR_ID)
+    _add(lms, member("user-mallory", None, "Mallory", [LEARNER], "ada@attacker.example"),
+         member("user-zoe", None, "Zoe Student", [LEARNER], "Zoe@Example.edu"),
+         member("user-zed", None, "Zed", [LEARNER], "zoe@attacker.example"),
+         member("user-ada-again", "ada", "Ada Twin", [LEARNER]))
+    assert "no roster of the course lists their email" in _refusal(_launch(lms, "user-mallory")[0])
+    (lms["home"] / "roster.csv").write_text("student,name,email\nzoe,Zoe Student,zoe@example.edu\n")
+    (lms["home"] / "course.toml").write_text('name = "lti"\ntimezone = "UTC"\n[lti]\nroster = "roster.csv"\n')
+    assert 'data-student="zoe"' in _launch(lms, "user-zoe")[0].text  # the full email, as the roster lists it
+    assert "no roster of the course lists their email" in _refusal(_launch(lms, "user-zed")[0])
+    assert 'data-student="ada"' in _launch(lms, "user-ada")[0].text
+    # ada's sub keeps her id; another platform account whose SIS id says "ada" does not get her work
+    assert "the student id 'ada' is another LMS user's already" in _refusal(_launch(lms, "user-ada-again")[0])
+    next(m for m in lms["platform"].members if m["user_id"] == "user-ada")["lis_person_sourcedid"] = "ada-2027"
+    assert 'data-student="ada"' in _launch(lms, "user-ada")[0].text  # recorded once per (platform, user)
+
+
+def test_a_login_started_in_one_browser_signs_nobody_in_in_another(lms: dict[str, Any]) -> None:
+    _launch(lms, INSTRUCTOR_ID)
+    with httpx.Client() as attacker, httpx.Client() as victim:
+        action, fields = _login(lms, "user-ben", attacker)  # the attacker's own login, id_token and state...
+        posted = victim.post(action, data=fields)  # ...posted by the victim's browser (a form on the attacker's page)
+        assert "arrives in another browser than the one its login started in" in _refusal(posted)
+        assert "grader-token" not in posted.text
+        login = attacker.get(f"{lms['tool']}/lti/login", params={"iss": ISSUER, "login_hint": "user-ben"},
+                             headers={"Host": "evil.example"})
+    cookie = login.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "Path=/lti/" in cookie and "SameSite=lax" in cookie  # plain HTTP: same-site only
+    redirect = re.search(r"redirect_uri=([^&]+)", login.headers["location"])[1]
+    assert httpx.URL("http://x/?r=" + redirect).params["r"] == f"{lms['tool']}/lti/launch"  # never the Host header
+
+
+def test_behind_https_the_state_cookie_crosses_the_lms_frame_and_links_use_the_configured_address(
+        own_course: Any, tmp_path: Path) -> None:
+    from grader.service import app, tokens
+    from grader.service.jobs import Queue
+
+    home = own_course()
+    (home / "lti.json").write_text(json.dumps(registration("https://lms.example.edu")))
+    served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served", (LESSON,), jobs=1,
+                        min_free=0, public_url="https://grader.example.edu/")  # TLS ends at a proxy in front
+    url, server, thread = _serve(app.app(served))
+    try:
+        login = httpx.get(f"{url}/lti/login", params={"iss": ISSUER, "login_hint": "u"},
+                          headers={"Host": "evil.example"})
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    assert "SameSite=none" in login.headers["set-cookie"] and "Secure" in login.headers["set-cookie"]
+    redirect = httpx.URL(login.headers["location"]).params["redirect_uri"]
+    assert redirect == "https://grader.example.edu/lti/launch"
+
+
+def test_the_roster_is_followed_on_the_platforms_own_origin_only(lms: dict[str, Any]) -> None:
+    from grader.service import lti_setup
+    from grader.service.lti_keys import LtiRefused
+
+    recorder = Recorder()
+    recorder_url, *recorder_server = _serve(recorder.app())
+    try:
+        _launch(lms, INSTRUCTOR_ID)
+        lms["platform"].hostile_link = recorder_url
+        with pytest.raises(LtiRefused, match="names its next page on another origin"):
+            lti_setup.roster(lms["tmp"] / "roster.csv", None, None)
+        assert recorder.seen == []  # the LMS's access token went nowhere else
+    finally:
+        recorder_server[0].should_exit = True
+        recorder_server[1].join(10)

@@ -98,41 +98,6 @@ def test_a_clean_stop_hands_running_jobs_back_without_counting_a_try(tmp_path: P
 
 
 # -- the HTTP contract --------------------------------------------------------------------------------------------
-@pytest.fixture
-def service(own_course: Any, tmp_path: Path) -> Any:
-    """A course with a cooldown and a small size limit, two students and an instructor, its app served on
-    loopback; yields an httpx client to it."""
-    import socket
-    import threading
-
-    import httpx
-    import uvicorn
-
-    from grader.service import app, tokens
-
-    own_course(toml="[lessons.inference-capacity.submissions]\ncooldown_minutes = 10\nmax_bytes = 400000\n"
-                    "[lessons.dynamic-batching.submissions]\nmax_graded = 1\n")
-    made = {p.who: t for p, t in tokens.issue([("ada", "Ada"), ("ben", "Ben")], "student")}
-    made["prof"] = tokens.issue([("prof", "Prof")], "instructor")[0][1]
-    served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served",
-                        ("inference-capacity", "inference-scaling", "dynamic-batching"), jobs=2, min_free=0)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(app.app(served), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=20) as client:
-            client.tokens = made  # type: ignore[attr-defined]
-            client.served = served  # type: ignore[attr-defined]
-            yield client
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-
-
 def _auth(client: Any, who: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {client.tokens[who]}"}
 

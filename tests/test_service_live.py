@@ -79,7 +79,8 @@ def serving(course: dict[str, Any], *args: str, out: Path | None = None) -> Iter
     env = dict(os.environ, GRADER_COURSE=str(course["home"]))
     proc = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--out", str(out or course["out"]), "--port",
                              str(port), "--jobs", "2", "--lease", "3", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: os.umask(0o022))  # a usual umask: the server keeps its folder private
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -128,6 +129,17 @@ def _wait_done(database: str, ids: set[str], seconds: float = 240) -> list[dict[
             return rows
         time.sleep(0.5)
     raise AssertionError(f"not all graded in {seconds} s: {[(j['id'], j['state']) for j in _jobs(database)]}")
+
+
+def _running_pid(database: str, job_id: str) -> int:
+    """The pid of the worker grading the job, once it runs."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pid = next((j["pid"] for j in _jobs(database) if j["id"] == job_id and j["state"] == "running"), None)
+        if pid:
+            return int(pid)
+        time.sleep(0.1)
+    raise AssertionError("the job never ran")
 
 
 def _gradebook_rows(out: Path) -> list[tuple[str, str]]:
@@ -189,13 +201,7 @@ def test_a_grading_worker_killed_mid_job_is_graded_again_and_not_counted(course:
     slow = _copy_for("s00", course["tmp"], "import time\ntime.sleep(6)")
     with serving(course) as (url, _):
         receipt = _submit(url, course["tokens"]["s00"], slow).json()
-        deadline = time.monotonic() + 60
-        pid = None
-        while pid is None and time.monotonic() < deadline:
-            pid = next((j["pid"] for j in _jobs(database) if j["id"] == receipt["id"] and j["state"] == "running"),
-                       None)
-            time.sleep(0.1)
-        assert pid, "the job never ran"
+        pid = _running_pid(database, receipt["id"])
         os.kill(pid, signal.SIGKILL)
         (row,) = _wait_done(database, {receipt["id"]})
         queue = httpx.get(f"{url}/api/queue", headers={"Authorization": f"Bearer {course['tokens']['prof']}"},
@@ -205,14 +211,48 @@ def test_a_grading_worker_killed_mid_job_is_graded_again_and_not_counted(course:
     assert len(_gradebook_rows(course["out"])) == 1
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_server_stalled_past_its_lease_writes_nothing_over_the_new_holders_grade(course: dict[str, Any]) -> None:
+    """Server A's lesson host stops (SIGSTOP) mid-grade; its lease runs out and server B grades the job; when A
+    wakes, its stale grade is dropped: B's result file and report stay as B wrote them."""
+    database = str(course["home"] / "private" / "queue.sqlite")
+    slow = _copy_for("s00", course["tmp"], "import time\ntime.sleep(4)")
+    result = course["out"] / LESSON / "results" / "s00.json"
+    report = course["out"] / LESSON / "reports" / "s00.html"
+    with serving(course) as (one, first):
+        receipt = _submit(one, course["tokens"]["s00"], slow).json()
+        pid = _running_pid(database, receipt["id"])
+        host = _parent(pid)  # the lesson host that holds the lease (its worker grades)
+        os.kill(host, signal.SIGSTOP)
+        try:
+            with serving(course) as (_, _):
+                (row,) = _wait_done(database, {receipt["id"]})
+            assert row["state"] == "done", (row["state"], row["error"])
+            assert not (row["worker"] or "").startswith(f"{socket.gethostname()}:{first.pid}/")  # B graded it
+            seen = {p: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in (result, report)}
+        finally:
+            os.kill(host, signal.SIGCONT)
+        said = []
+        deadline = time.monotonic() + 60
+        while not any("this grade is dropped" in line for line in said) and time.monotonic() < deadline:
+            said.append(first.stdout.readline() if first.stdout else "")
+    assert any(f"submission {receipt['id']} of s00 was graded here after its lease passed" in line for line in said)
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in (result, report)} == seen
+    assert len(_gradebook_rows(course["out"])) == 1 and row["tries"] == 2
+
+
 # -- two servers, one PostgreSQL queue --------------------------------------------------------------------------
 def _pg_bin(name: str) -> str | None:
     return shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
 
 
 @pytest.fixture
-def postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL cluster on loopback (as the `postgres` user when run as root); its URL."""
+def postgres(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on loopback (as the `postgres` user when run as root) that asks for a password
+    over TCP; its URL, which carries none: libpq reads it from the PGPASSFILE this sets, as a course's servers do."""
     pytest.importorskip("psycopg")
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if initdb is None or pg_ctl is None:
@@ -233,8 +273,16 @@ def postgres() -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     data = folder / "data"
-    subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
-                   capture_output=True, timeout=120)
+    secret = folder / "pw"
+    secret.write_text("grader-test-secret\n")
+    if as_user:
+        shutil.chown(secret, "postgres")
+    subprocess.run([*as_user, initdb, "-D", str(data), "--auth-local=trust", "--auth-host=scram-sha-256", "-U",
+                    "postgres", f"--pwfile={secret}"], check=True, capture_output=True, timeout=120)
+    passfile = Path(tempfile.mkdtemp(prefix="grader-pgpass-")) / "pgpass"
+    passfile.write_text(f"127.0.0.1:{port}:*:postgres:grader-test-secret\n")
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
     subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
                     f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"], check=True,
                    capture_output=True, timeout=90)
@@ -243,10 +291,15 @@ def postgres() -> Iterator[str]:
     finally:
         subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(passfile.parent, ignore_errors=True)
 
 
 def test_two_servers_sharing_one_postgresql_queue_grade_each_submission_once(course: dict[str, Any],
                                                                             postgres: str) -> None:
+    import psycopg
+
+    with pytest.raises(psycopg.OperationalError, match="password"):  # the cluster asks, and PGPASSFILE answers
+        psycopg.connect(postgres, connect_timeout=10, passfile="/nonexistent").close()
     files = {s: _copy_for(s, course["tmp"]) for s in course["students"][:10]}
     accepted: dict[str, str] = {}
     with serving(course, "--database", postgres) as (one, _), serving(course, "--database", postgres) as (two, _):
@@ -344,3 +397,9 @@ def test_a_regrade_through_the_service_replays_the_recorded_seeds_at_low_priorit
         assert db.execute("SELECT COUNT(*) FROM history").fetchone()[0] == 2  # the first grades, kept
         assert db.execute("SELECT COUNT(*) FROM regrades").fetchone()[0] == 0  # the regrade finished
     assert (course["out"] / LESSON / "changes.csv").read_text().splitlines()[1:] == []  # nobody moved
+    # the served folder is its owner's alone, whatever the umask: the class's grades, files and notebooks
+    assert course["out"].stat().st_mode & 0o077 == 0
+    made = list((course["out"] / LESSON).rglob("*"))
+    names = {p.name for p in made}
+    assert {"grades.csv", "gradebook.sqlite", "results", "received", "notebooks"} <= names
+    assert [str(p) for p in made if p.stat().st_mode & 0o077] == []
