@@ -48,6 +48,9 @@ def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | No
     from grader.service import server
 
     options = options_from(zygote=not no_zygote, **flags)
+    if url is None and host not in ("127.0.0.1", "localhost", "::1"):
+        echo(f"grader: note: no --url: an LMS launch is sent back to http://{host}:{port}/; pass --url with the "
+             "address the LMS and students know (https://...)", err=True)
     if options.sandbox == "none":
         echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
     config = server.Config(out_dir, host, port, jobs, database, options, lease_s, min_free_mb,

@@ -313,6 +313,7 @@ def test_a_queue_made_before_the_fencing_token_gets_its_column(tmp_path: Path) -
 
 
 @pytest.mark.kernel
+@pytest.mark.sandbox  # as root, and again rootless (.ci/rootless): both fork kernels from the zygote
 def test_a_batch_grades_under_a_strict_umask(tmp_path: Path) -> None:
     """A grader run under umask 077 (as `grader serve` now keeps its folder) still lets the sandboxed kernel, which
     runs as nobody, into its own folders."""

@@ -18,18 +18,15 @@ first, so their latest result is always the latest submission's.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
-import sqlite3
 import statistics
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import database
 from grader.base.errors import GraderError
 
 STATES = ("saved", "queued", "running", "done", "failed", "dead", "superseded")
@@ -112,79 +109,16 @@ _SCHEMA = (
 )
 
 
-class _Database:
-    """One connection to the queue's database (SQLite, or PostgreSQL with `postgresql://`), shared by the threads
-    of a process one statement at a time, its tables made on first use."""
+class _Database(database.Database):
+    """The queue's connection, its tables made (and a queue of an earlier release given its new column)."""
 
     def __init__(self, where: str | Path) -> None:
-        self.where = str(where)
-        self.postgres = self.where.startswith(("postgresql://", "postgres://"))
-        self._lock = threading.RLock()
-        self._db: Any = self._connect()
+        super().__init__(where, "queue")
         with self._tx() as db:
             for statement in _SCHEMA:
                 db.execute(statement.format(blob="BYTEA" if self.postgres else "BLOB"))
-            columns = (db.all("SELECT column_name FROM information_schema.columns WHERE table_name='jobs'", ())
-                       if self.postgres else [row[1:] for row in db.all("PRAGMA table_info(jobs)", ())])
-            if "fence" not in {str(row[0]) for row in columns}:  # a queue made before the fencing token
+            if "fence" not in self.columns(db, "jobs"):  # a queue made before the fencing token
                 db.execute("ALTER TABLE jobs ADD COLUMN fence BIGINT NOT NULL DEFAULT 0")
-
-    def _connect(self) -> Any:
-        if self.postgres:
-            try:
-                import psycopg
-            except ImportError:
-                raise GraderError("a PostgreSQL queue needs psycopg: pip install '.[postgres]'") from None
-            _refuse_password(self.where)
-            try:
-                return psycopg.connect(self.where, autocommit=True, connect_timeout=10)
-            except psycopg.Error as err:
-                raise GraderError(f"the queue's database cannot be reached ({str(err).strip().splitlines()[0]})") \
-                    from None
-        files.make_dirs(Path(self.where).parent)
-        try:
-            db = sqlite3.connect(self.where, timeout=30, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # a receipt promises the row survives a power cut
-        except sqlite3.DatabaseError as err:
-            raise GraderError(f"{self.where} is not a queue this tool can use ({err})") from None
-        return db
-
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[_Cursor]:
-        """One transaction, under this connection's lock: everything in it or nothing."""
-        with self._lock:
-            if self.postgres:
-                with self._db.transaction():
-                    yield _Cursor(self._db.cursor(), True)
-                return
-            self._db.execute("BEGIN IMMEDIATE")  # writers queue here: a claim never interleaves with another
-            try:
-                yield _Cursor(self._db.cursor(), False)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-
-def _refuse_password(address: str) -> None:
-    """A database address that carries its password is refused: `ps` shows a command line to every user of the
-    machine, and the servers' processes keep it. libpq reads the password from its own sources instead."""
-    from psycopg import conninfo
-
-    try:
-        given = conninfo.conninfo_to_dict(address)
-    except Exception:  # psycopg's own parser says what is wrong when it connects
-        return
-    if given.get("password"):
-        raise GraderError("the database address carries a password, which `ps` shows to every user of this machine: "
-                          "give postgresql://USER@HOST/DB and put the password in ~/.pgpass (or the file PGPASSFILE "
-                          "names: HOST:PORT:DB:USER:PASSWORD, mode 0600), in PGPASSWORD, or in a service file "
-                          "(postgresql:///?service=NAME)")
 
 
 class Queue(_Database):
@@ -354,7 +288,7 @@ class Queue(_Database):
             expired = db.all("SELECT id, tries FROM jobs WHERE state='running' AND lease_until < ?"
                              + (" FOR UPDATE SKIP LOCKED" if self.postgres else ""), (now,))
             for job_id, tries in expired:
-                self._retry(db, job_id, tries, "its grading stopped (the server or its worker died)", now)
+                _retry(db, job_id, tries, "its grading stopped (the server or its worker died)", now)
         return len(expired)
 
     def failed(self, job: Job, worker: str, why: str) -> None:
@@ -362,15 +296,7 @@ class Queue(_Database):
         with self._tx() as db:
             row = db.one("SELECT tries FROM jobs WHERE id=? AND state='running' AND worker=?", (job.id, worker))
             if row is not None:
-                self._retry(db, job.id, row[0], why, time.time())
-
-    @staticmethod
-    def _retry(db: _Cursor, job_id: str, tries: int, why: str, now: float) -> None:
-        if tries >= TRIES:
-            db.execute("UPDATE jobs SET state='dead', worker=NULL, error=?, finished=? WHERE id=?", (why[:500], now, job_id))
-        else:
-            db.execute("UPDATE jobs SET state='queued', worker=NULL, pid=NULL, lease_until=NULL, error=?, "
-                       "not_before=? WHERE id=?", (why[:500], now + BACKOFF_S * 2 ** (tries - 1), job_id))
+                _retry(db, job.id, row[0], why, time.time())
 
     def done(self, job: Job, worker: str, status: str, score: float, max_score: float, error: str | None,
              feedback: str) -> bool:
@@ -397,20 +323,10 @@ class Queue(_Database):
                        "WHERE substr(worker, 1, ?)=? AND state='running'", (len(prefix), prefix))
 
 
-class _Cursor:
-    """One transaction's statements, written with `?` for both databases."""
-
-    def __init__(self, cursor: Any, postgres: bool) -> None:
-        self.cursor, self.postgres = cursor, postgres
-
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        self.cursor.execute(sql.replace("?", "%s") if self.postgres else sql, params)
-        return int(self.cursor.rowcount)
-
-    def one(self, sql: str, params: tuple[Any, ...]) -> Any:
-        self.execute(sql, params)
-        return self.cursor.fetchone()
-
-    def all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        self.execute(sql, params)
-        return list(self.cursor.fetchall())
+def _retry(db: database.Cursor, job_id: str, tries: int, why: str, now: float) -> None:
+    """A job the grader failed on (not the student): queued again after a backoff, or dead after TRIES."""
+    if tries >= TRIES:
+        db.execute("UPDATE jobs SET state='dead', worker=NULL, error=?, finished=? WHERE id=?", (why[:500], now, job_id))
+    else:
+        db.execute("UPDATE jobs SET state='queued', worker=NULL, pid=NULL, lease_until=NULL, error=?, "
+                   "not_before=? WHERE id=?", (why[:500], now + BACKOFF_S * 2 ** (tries - 1), job_id))

@@ -1,0 +1,113 @@
+"""One connection to a database the grader keeps its records in: SQLite (WAL) in a file, or PostgreSQL at a
+`postgresql://` address (several servers sharing it), shared by a process's threads one transaction at a time,
+its statements written with `?` for both.
+
+A PostgreSQL address never carries its password: `ps` shows a command line to every user of the machine, and a
+server's processes keep it. libpq reads the password from its own sources instead (~/.pgpass or PGPASSFILE,
+PGPASSWORD, a service file), and an address with one is refused, saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from grader.base import files
+from grader.base.errors import GraderError
+
+
+class Database:
+    """One connection, SQLite or PostgreSQL by its address; `what` names it in a refusal (`queue`)."""
+
+    def __init__(self, where: str | Path, what: str) -> None:
+        self.where = str(where)
+        self.what = what
+        self.postgres = self.where.startswith(("postgresql://", "postgres://"))
+        self._lock = threading.RLock()
+        self._db: Any = self._connect()
+
+    def _connect(self) -> Any:
+        if self.postgres:
+            try:
+                import psycopg
+            except ImportError:
+                raise GraderError(f"a PostgreSQL {self.what} needs psycopg: pip install '.[postgres]'") from None
+            refuse_password(self.where)
+            try:
+                return psycopg.connect(self.where, autocommit=True, connect_timeout=10)
+            except psycopg.Error as err:
+                raise GraderError(f"the {self.what}'s database cannot be reached "
+                                  f"({str(err).strip().splitlines()[0]})") from None
+        files.make_dirs(Path(self.where).parent)
+        try:
+            db = sqlite3.connect(self.where, timeout=30, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")  # a receipt promises the row survives a power cut
+        except sqlite3.DatabaseError as err:
+            raise GraderError(f"{self.where} is not a {self.what} this tool can use ({err})") from None
+        return db
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Cursor]:
+        """One transaction, under this connection's lock: everything in it or nothing."""
+        with self._lock:
+            if self.postgres:
+                with self._db.transaction():
+                    yield Cursor(self._db.cursor(), True)
+                return
+            self._db.execute("BEGIN IMMEDIATE")  # writers queue here: a claim never interleaves with another
+            try:
+                yield Cursor(self._db.cursor(), False)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def columns(self, db: Cursor, table: str) -> set[str]:
+        """The columns a table has now (for a schema that grew since a database was made)."""
+        if self.postgres:
+            rows = db.all("SELECT column_name FROM information_schema.columns WHERE table_name=?", (table,))
+            return {str(row[0]) for row in rows}
+        return {str(row[1]) for row in db.all(f"PRAGMA table_info({table})", ())}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def refuse_password(address: str) -> None:
+    """A database address that carries its password is refused in one line saying where the password goes."""
+    from psycopg import conninfo
+
+    try:
+        given = conninfo.conninfo_to_dict(address)
+    except Exception:  # psycopg's own parser says what is wrong when it connects
+        return
+    if given.get("password"):
+        raise GraderError("the database address carries a password, which `ps` shows to every user of this machine: "
+                          "give postgresql://USER@HOST/DB and put the password in ~/.pgpass (or the file PGPASSFILE "
+                          "names: HOST:PORT:DB:USER:PASSWORD, mode 0600), in PGPASSWORD, or in a service file "
+                          "(postgresql:///?service=NAME)")
+
+
+class Cursor:
+    """One transaction's statements, written with `?` for both databases."""
+
+    def __init__(self, cursor: Any, postgres: bool) -> None:
+        self.cursor, self.postgres = cursor, postgres
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        self.cursor.execute(sql.replace("?", "%s") if self.postgres else sql, params)
+        return int(self.cursor.rowcount)
+
+    def one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        self.execute(sql, params)
+        return self.cursor.fetchone()
+
+    def all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        self.execute(sql, params)
+        return list(self.cursor.fetchall())
