@@ -17,7 +17,6 @@ import concurrent.futures as cf
 import json
 import os
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import httpx
+from serve_load import start_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "inference-capacity" / "ada.ipynb"
@@ -47,21 +47,8 @@ def run_once(n: int, threads: int, work: Path) -> dict[str, object]:
     bodies = {s: json.dumps(dict(base, cells=[*base["cells"], {"cell_type": "markdown", "metadata": {},
                                                                 "source": f"Submitted by {s}."}])).encode()
               for s in students}
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    with (work / "serve.log").open("w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--out", str(work / "served"), "--port",
-                                   str(port), "--jobs", "2"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+    url, server = start_server(work / "served", 2, env, work / "serve.log")
     try:
-        while True:
-            try:
-                if httpx.get(url + "/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
         latencies, statuses = burst(url, made, bodies, threads)
     finally:
         os.killpg(server.pid, signal.SIGKILL)

@@ -77,20 +77,8 @@ def main(n: int, seconds: float, jobs: int) -> None:
     folder.mkdir()
     paths = files_for(students, folder)
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([*GRADER, "serve", "--out", str(work / "served"), "--port", str(port), "--jobs",
-                               str(jobs)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    url, server = start_server(work / "served", jobs, dict(os.environ), work / "serve.log")
     try:
-        while True:
-            try:
-                if httpx.get(url + "/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
         latencies, statuses, first, last = burst(url, made, paths, seconds)
         queue = home / "private" / "queue.sqlite"
         last_done = wait_all(queue, n)
@@ -118,6 +106,23 @@ def main(n: int, seconds: float, jobs: int) -> None:
     print(f"first submission -> last feedback: {serve_s:.1f} s; grader batch on the same {n} files: {batch_s:.1f} s; "
           f"ratio {serve_s / batch_s:.2f}x")
     print(f"(work folder {work})")
+
+
+def start_server(out: Path, jobs: int, env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """`grader serve` on a free loopback port (its output to `log`, never a pipe nobody reads), once it answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    with log.open("w") as sink:
+        server = subprocess.Popen([*GRADER, "serve", "--out", str(out), "--port", str(port), "--jobs", str(jobs)],
+                                  env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    while True:
+        try:
+            if httpx.get(url + "/", timeout=2).status_code == 200:
+                return url, server
+        except httpx.HTTPError:
+            time.sleep(0.2)
 
 
 def burst(url: str, made: dict[str, str], paths: dict[str, Path], seconds: float) -> tuple[list[float], dict[int, int], float, float]:
