@@ -301,6 +301,29 @@ def postgres(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         shutil.rmtree(passfile.parent, ignore_errors=True)
 
 
+def test_servers_starting_at_the_same_moment_on_an_empty_database_all_start(postgres: str) -> None:
+    """PostgreSQL's CREATE TABLE IF NOT EXISTS races with itself (UniqueViolation on pg_type); the tables are made
+    under one advisory lock."""
+    from grader.service.jobs import Queue
+
+    gate = threading.Barrier(8)
+    failures: list[str] = []
+
+    def start(n: int) -> None:
+        gate.wait(30)
+        try:
+            Queue(f"{postgres}?application_name=server{n}").close()
+        except Exception as err:  # any failure to start is what this test looks for
+            failures.append(f"{type(err).__name__}: {err}")
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == []
+
+
 def test_two_servers_sharing_one_postgresql_queue_grade_each_submission_once(course: dict[str, Any],
                                                                             postgres: str) -> None:
     import psycopg

@@ -19,6 +19,8 @@ from typing import Any
 from grader.base import files
 from grader.base.errors import GraderError
 
+SCHEMA_LOCK = 0x67726164  # "grad": the advisory lock every server takes to make its tables
+
 
 class Database:
     """One connection, SQLite or PostgreSQL by its address; `what` names it in a refusal (`queue`)."""
@@ -66,6 +68,16 @@ class Database:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def schema(self) -> Iterator[Cursor]:
+        """A transaction to make tables in, one process at a time: PostgreSQL's `CREATE TABLE IF NOT EXISTS` is not
+        safe against itself (two servers starting at once on an empty database: UniqueViolation on pg_type), so
+        every maker waits on one advisory lock, held until its transaction ends."""
+        with self._tx() as db:
+            if self.postgres:
+                db.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+            yield db
 
     def columns(self, db: Cursor, table: str) -> set[str]:
         """The columns a table has now (for a schema that grew since a database was made)."""

@@ -114,7 +114,7 @@ class _Database(database.Database):
 
     def __init__(self, where: str | Path) -> None:
         super().__init__(where, "queue")
-        with self._tx() as db:
+        with self.schema() as db:
             for statement in _SCHEMA:
                 db.execute(statement.format(blob="BYTEA" if self.postgres else "BLOB"))
             if "fence" not in self.columns(db, "jobs"):  # a queue made before the fencing token
