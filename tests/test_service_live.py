@@ -427,6 +427,9 @@ def test_a_regrade_through_the_service_replays_the_recorded_seeds_at_low_priorit
         assert db.execute("SELECT COUNT(*) FROM history").fetchone()[0] == 2  # the first grades, kept
         assert db.execute("SELECT COUNT(*) FROM regrades").fetchone()[0] == 0  # the regrade finished
     assert (course["out"] / LESSON / "changes.csv").read_text().splitlines()[1:] == []  # nobody moved
+    # the class's files are the batch's, by one recipe: similarity.html too, which the dashboard links to
+    dashboard = (course["out"] / LESSON / "index.html").read_text()
+    assert 'href="similarity.html"' in dashboard and (course["out"] / LESSON / "similarity.html").is_file()
     # the served folder is its owner's alone, whatever the umask: the class's grades, files and notebooks
     assert course["out"].stat().st_mode & 0o077 == 0
     made = list((course["out"] / LESSON).rglob("*"))

@@ -32,13 +32,13 @@ from grader import grading, validate
 from grader.base import files, host
 from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
-from grader.classroom import certs, review_join, review_store, similarity
+from grader.classroom import certs, review_join, review_store
 from grader.classroom.batch_folder import BatchFolder, Recorded, digest, entry_digest
 from grader.classroom.worker import grade_one, prepare
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
 from grader.lesson import catalog
-from grader.report import finish, render_similarity, render_text
+from grader.report import finish, render_text
 from grader.result import gradebook, record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
 from grader.result.record import GradeResult
@@ -264,15 +264,11 @@ def _class_files(out: BatchFolder, plan: _Plan, lesson: catalog.Lesson, members:
         if plan.signing:  # graded before the course key existed: say so, and how to sign them
             named["unsigned"] = sorted(s for s, data in book.recorded(lesson.id).items() if not data.get(sign.SIGNATURE))
         moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
-        names = {row["student"]: row["name"] for row in [*latest, *absent] if row.get("name")}
+        review_join.class_files(out, lesson, book, members, moved)
         if moved is not None:
-            regrades.write_csv(moved, out.changes_csv, names)
             named["changed"] = [change.line() for change in moved]
             if complete and not named["failures"]:
                 book.finish_regrade(lesson.id)
-        similar = similarity.of_batch(out, lesson)
-        files.write_text(out.similarity, render_similarity.similarity_html(similar, lesson, names))
-        review_join.class_files(out, lesson, book, members, moved, similar)
     finally:
         book.close()
     return absent

@@ -97,15 +97,22 @@ def absent(members: class_list.Roster | None, latest: list[dict[str, Any]], less
 
 
 def class_files(out: BatchFolder, lesson: Lesson, book: gradebook.Gradebook, members: class_list.Roster | None,
-                moved: Any = None, similar: Any = None, agreement: Any = None) -> list[dict[str, Any]]:
-    """grades.csv and the dashboard from the gradebook's rows as they are now; returns the roster's absent
-    students. `similar`: the batch's similarity report (computed here when not given)."""
+                moved: Any = None, agreement: Any = None) -> list[dict[str, Any]]:
+    """The class's files, one recipe for every way a class is graded (a batch, the service, a review): a
+    regrade's changes.csv (`moved`, with the roster's names), similarity.html, grades.csv and the dashboard, from
+    the gradebook's rows as they are now; returns the roster's absent students."""
     from grader.classroom import similarity
+    from grader.report import render_similarity
+    from grader.result import regrade
 
     latest = book.latest(lesson.id)
     missing = absent(members, latest, lesson.id)
+    names = {row["student"]: row["name"] for row in [*latest, *missing] if row.get("name")}
+    if moved is not None:
+        regrade.write_csv(moved, out.changes_csv, names)
+    similar = similarity.of_batch(out, lesson)
+    files.write_text(out.similarity, render_similarity.similarity_html(similar, lesson, names))
     gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], out.grades_csv, missing,
                         tuple(q.cell for q in lesson.written))
-    similar = similar if similar is not None else similarity.of_batch(out, lesson)
     files.write_text(out.dashboard, render.dashboard_html(latest, lesson, missing, moved, similar, agreement))
     return missing

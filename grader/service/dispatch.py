@@ -33,6 +33,7 @@ from grader.base.options import Options
 from grader.classroom import batch, review_join, review_store
 from grader.classroom.batch_folder import BatchFolder
 from grader.classroom.worker import grade_one, prepare
+from grader.intake import roster as class_list
 from grader.lesson import catalog, course
 from grader.report import finish
 from grader.result import record, regrade as regrades, seeds, sign, variants
@@ -232,21 +233,21 @@ class _Host:
             return
         self.dirty, self.written = False, time.monotonic()
         try:
-            moved = self._regrade_finished(self.book) if idle else None
-            review_join.class_files(self.out, self.lesson, self.book, None, moved)
+            moved = self._regrade_done(self.book) if idle else None
+            members = class_list.read(self.out.roster) if self.out.roster.is_file() else None
+            review_join.class_files(self.out, self.lesson, self.book, members, moved)
+            if moved is not None:  # changes.csv is written: the gradebook's regrade is finished
+                self.book.finish_regrade(self.lesson.id)
+                self.regrade_seen = (None, {})
         except (OSError, GraderError) as err:  # the class's files wait for the next grade; the grades are kept
             print(f"grader serve: the class files of {self.lesson.id} were not rewritten ({err})", flush=True)
 
-    def _regrade_finished(self, book: Any) -> Any:
-        """A regrade whose every job is done: changes.csv written, the gradebook's regrade finished."""
+    def _regrade_done(self, book: Any) -> Any:
+        """Who a regrade whose every job is done moved (None while it runs, or without one)."""
         regrade = self.regrade_seen[0]
         if regrade is None or self.queue.regrading(self.lesson.id, regrade):
             return None
-        moved = regrades.changes(book.changed_by(self.lesson.id, regrade))
-        regrades.write_csv(moved, self.out.changes_csv)
-        book.finish_regrade(self.lesson.id)
-        self.regrade_seen = (None, {})
-        return moved
+        return regrades.changes(book.changed_by(self.lesson.id, regrade))
 
 
 def _on_cluster(setup: Setup, path: Path, lesson_id: str, options: Options, student: str) -> finish.Graded:
