@@ -21,6 +21,7 @@ at another origin, which records any bearer token sent to it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -63,6 +64,8 @@ class Platform:
         self.page_size = 2
         self.hostile_link = ""
         """An origin the roster's next page points at (empty: the platform's own)."""
+        self.slow_scores = 0.0
+        """Seconds the score endpoint takes over each score (an LMS under its own load)."""
 
     # -- the launch -------------------------------------------------------------------------------------------------
     def id_token(self, user: dict[str, Any], nonce: str) -> str:
@@ -155,6 +158,7 @@ class Platform:
         async def scores(request: Any) -> Any:
             if not authorised(request) or request.headers.get("content-type") != "application/vnd.ims.lis.v1.score+json":
                 return Response(status_code=401)
+            await asyncio.sleep(self.slow_scores)
             self.scores.append(await request.json() | {"lineitem": request.path_params["n"],
                                                        "context": request.path_params["context"]})
             return Response(status_code=204)

@@ -253,9 +253,9 @@ def test_grades_go_back_once_and_a_dry_run_lists_every_student(lms: dict[str, An
     from grader.service import lti_services
 
     recorded = dict(BatchFolder(graded_samples).read_all())
-    assert lti_services.send_one(recorded["ada"], LESSON, "t", 6) == "ada: nothing new for the LMS"
+    assert lti_services.send_one(recorded["ada"], LESSON, "t", 6) == (True, "ada: nothing new for the LMS")
     assert lti_services.send_one(recorded["fay"], LESSON, "t", 6) == (
-        "fay is not in the LMS (no launch, not on its roster): the grade was not sent")
+        True, "fay is not in the LMS (no launch, not on its roster): the grade was not sent")
 
 
 # -- who a launch is, and for which course (the front door's trust) ------------------------------------------------

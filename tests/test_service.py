@@ -281,3 +281,31 @@ def test_the_printed_receipt_names_every_field_and_the_whole_digest() -> None:
                "eta_s": 12.5}
     line = client.receipt_text(receipt)
     assert all(f"{key} " in line for key in receipt) and "f" * 64 in line and "\n" not in line
+
+
+def test_the_outbox_keeps_one_waiting_grade_per_student_and_retries_a_refused_one_with_backoff(tmp_path: Path) -> None:
+    from grader.service.jobs import PASSBACK_TRIES, Outbox
+
+    box = Outbox(tmp_path / "queue.sqlite")
+    box.put("lab", "ada", "d1")
+    box.put("lab", "ada", "d2")  # graded again before the first was sent: the newer one waits in its place
+    box.put("lab", "ben", "b1")
+    ada, ben = box.take("s/p", 10, 60)
+    assert [(t.student, t.digest, t.tries) for t in (ada, ben)] == [("ada", "d2", 1), ("ben", "b1", 1)]
+    box.settle(ada, "s/p", False, "the LMS answered 503")
+    box.settle(ben, "s/p", True, "ben's grade sent to the LMS")
+    assert box.take("s/p", 10, 60) == []  # ada's waits out its backoff (5 s)
+    assert box.counts() == {"waiting": 1, "sent": 1}
+    box.put("lab", "cleo", "c1")
+    (dead,) = box.take("s/dead", 10, lease_s=-1)  # its sender died: the lease runs out, another sends it
+    (cleo,) = box.take("s/q", 10, 60)
+    assert (cleo.student, cleo.tries) == ("cleo", 2)
+    box.settle(dead, "s/dead", True, "too late")  # the dead sender's word is not taken
+    assert box.counts()["sending"] == 1
+    for tries in range(2, PASSBACK_TRIES + 1):  # refused every time: kept as failed after the last try
+        with box._tx() as db:
+            db.execute("UPDATE outbox SET not_before=0", ())
+        (ada,) = [t for t in box.take("s/p", 10, 60) if t.student == "ada"]
+        assert ada.tries == tries
+        box.settle(ada, "s/p", False, "the LMS answered 503")
+    assert box.counts()["failed"] == 1

@@ -251,6 +251,57 @@ def test_a_server_stalled_past_its_lease_writes_nothing_over_the_new_holders_gra
     assert len(_gradebook_rows(course["out"])) == 1 and row["tries"] == 2
 
 
+def test_a_slow_lms_delays_no_grade_and_every_grade_reaches_it_once(course: dict[str, Any]) -> None:
+    """An LMS that takes 10 s over each score (40 s was seen): the grades go out from the outbox beside the
+    grading, so no lease runs out while the LMS thinks (sent from the host's loop, the other job's did: tried
+    twice), and each grade reaches the LMS once."""
+    import re
+
+    import uvicorn
+    from lti_platform import CLIENT_ID, INSTRUCTOR, ISSUER, LEARNER, Platform, member, registration
+    from test_lti import _form
+
+    from grader.service import lti_keys
+
+    platform = Platform([member("prof-1", "prof", "Pat Prof", [INSTRUCTOR]),
+                         *(member(f"user-{s}", s, s.upper(), [LEARNER]) for s in ("s00", "s01"))])
+    platform.slow_scores = 10.0
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    platform.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    lms = uvicorn.Server(uvicorn.Config(platform.app(), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=lms.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    (course["home"] / "lti.json").write_text(json.dumps(registration(platform.url)))
+    with (course["home"] / "course.toml").open("a") as toml:
+        toml.write(f"[lessons.{LESSON}.submissions]\nsend_grades = true\n")
+    lti_keys.make_key()
+    database = str(course["home"] / "private" / "queue.sqlite")
+    try:
+        with serving(course) as (url, _):
+            platform.tool = url
+            signed = {}
+            for user in ("prof-1", "user-s00", "user-s01"):  # the instructor binds the course; each student launches
+                with httpx.Client(timeout=30) as browser:
+                    login = browser.get(f"{url}/lti/login", params={"iss": ISSUER, "login_hint": user,
+                                                                     "client_id": CLIENT_ID})
+                    action, fields = _form(browser.get(login.headers["location"]).text)
+                    page = browser.post(action, data=fields).text
+                signed[user] = re.search(r'"grader-(?:token|instructor)", "([^"]+)"', page)[1]
+            ids = {_submit(url, signed[f"user-{s}"], _copy_for(s, course["tmp"])).json()["id"] for s in ("s00", "s01")}
+            rows = _wait_done(database, ids)
+            deadline = time.monotonic() + 90
+            while len(platform.scores) < 2 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            time.sleep(1.0)  # a second post of either would be seen by now
+    finally:
+        lms.should_exit = True
+        thread.join(10)
+    assert [(r["state"], r["tries"]) for r in rows] == [("done", 1), ("done", 1)]  # no lease ran out
+    assert sorted(s["userId"] for s in platform.scores) == ["user-s00", "user-s01"]  # each grade once
+
+
 # -- two servers, one PostgreSQL queue --------------------------------------------------------------------------
 def _pg_bin(name: str) -> str | None:
     return shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)

@@ -39,7 +39,7 @@ from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog, course
 from grader.service import lti_pages, policy, upload
-from grader.service.jobs import Job, Queue
+from grader.service.jobs import Job, Outbox, Queue
 from grader.service.tokens import Book, Identity
 
 COOKIE = "grader_session"
@@ -62,6 +62,8 @@ class Served:
     jobs: int
     min_free: int = 64 * 1024**2
     """Bytes a disk must keep free for a new upload to be taken (a full disk refuses in one line)."""
+    outbox: Outbox | None = None
+    """The grades waiting for the LMS (counted on the instructor's page)."""
     public_url: str = ""
     """The server's address as the LMS knows it (ends in `/`): LTI's redirect_uri and links are built from it; ""
     where none is set: the address the server listens on, never a request's Host header."""
@@ -314,7 +316,7 @@ class _Staff(_Handlers):
                 "trouble": [policy.shown(j, "instructor") for j in q.recent(("dead", "failed"), 50)],
                 "recent": [policy.shown(j, "instructor") for j in q.recent(("done", "queued"), 30)],
                 "wait_s": _percentiles(waiting), "grade_s": _percentiles(grading), "lessons": list(self.s.lessons),
-                "out": str(self.s.out)}
+                "out": str(self.s.out), "passback": self.s.outbox.counts() if self.s.outbox is not None else {}}
 
     async def batch_file(self, request: Any) -> Any:
         """The batch folders' own pages (the dashboard, the reports, similarity) for an instructor's browser."""

@@ -14,7 +14,10 @@ A job whose digest the gradebook holds already (a server that died between
 the two) is marked done without a second grade: a submission is graded into
 the gradebook once. A worker that dies fails the pool: its jobs go back to the
 queue (the grader's failure, never the student's) and a new pool is forked.
-A host with nothing to do for IDLE_S stops, its template with it.
+A host with nothing to do for IDLE_S stops, its template with it. A grade the
+LMS should have (course.toml's `send_grades`) goes into the outbox, which a
+process of its own beside the hosts sends (passback): the LMS never holds up a
+host, whose leases would run out while it waited.
 """
 
 from __future__ import annotations
@@ -39,13 +42,15 @@ from grader.report import finish
 from grader.result import record, regrade as regrades, seeds, sign, variants
 from grader.result.parts import Submitted
 from grader.service import policy
-from grader.service.jobs import Job, Queue
+from grader.service.jobs import Job, Outbox, Passback, Queue
 
 IDLE_S = 300.0
 """A lesson host with nothing to grade for this long stops (the next submission starts it again)."""
 CLASS_FILES_S = 120.0
 """grades.csv, the dashboard and similarity are rewritten whenever the lesson's queue empties, and at most this often
 while it does not (they read every grade of the class)."""
+PASSBACK_LEASE_S = 600.0
+"""How long a grade being sent stays the sender's before another may send it (an LMS may take 120 s a call)."""
 NICE = 5
 """The grading side's niceness (its kernels inherit it): the HTTP side, at the server's own, is served first."""
 
@@ -82,8 +87,15 @@ def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
     os.nice(NICE)  # the HTTP side answers first: a receipt never waits behind a grade
     queue = Queue(setup.database)
     hosts: dict[str, Any] = {}
+    sender: Any = None
     context = multiprocessing.get_context("fork")
     while True:
+        if any(course.current().policy(lesson).submissions.send_grades for lesson in lessons) and (
+                sender is None or not sender.is_alive()):
+            if sender is not None:
+                sender.join(0)
+            sender = context.Process(target=passback, args=(setup,), name="grader-passback")
+            sender.start()
         queue.reap()
         waiting = queue.waiting() & set(lessons)
         for lesson in waiting:
@@ -94,6 +106,33 @@ def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
                 hosts[lesson] = context.Process(target=host_lesson, args=(setup, lesson), name=f"grader-{lesson}")
                 hosts[lesson].start()
         time.sleep(0.5)
+
+
+def passback(setup: Setup) -> None:
+    """The outbox's sender, a process of its own beside the lesson hosts: each waiting grade goes to the LMS (the
+    student's latest recorded one), retried with a backoff; an LMS that takes 40 s a score delays no grade."""
+    batch.die_with_parent()
+    outbox = Outbox(setup.database)
+    worker = f"{setup.server}/passback"
+    while True:
+        taken = outbox.take(worker, 4, PASSBACK_LEASE_S)
+        for row in taken:
+            done, said = _sent(setup, row)
+            outbox.settle(row, worker, done, said)
+            print("grader serve:", said, flush=True)
+        if not taken:
+            time.sleep(1.0)
+
+
+def _sent(setup: Setup, row: Passback) -> tuple[bool, str]:
+    from grader.service import lti_services
+
+    lesson = catalog.get(row.lesson)
+    try:
+        result, _ = BatchFolder(setup.out / row.lesson).recorded(row.student, row.lesson)
+        return lti_services.send_one(result, lesson.id, lesson.title, lesson.max_score)
+    except Exception as err:  # the grade stays recorded and is tried again; the sender goes on
+        return False, f"{row.student}'s grade was not sent to the LMS ({type(err).__name__}: {str(err)[:200]})"
 
 
 def host_lesson(setup: Setup, lesson_id: str) -> None:
@@ -123,6 +162,7 @@ class _Host:
         self.written = time.monotonic()
         self.dirty = False
         self.regrade_seen: tuple[str | None, dict[str, dict[str, Any]]] = (None, {})
+        self.outbox: Outbox | None = None
 
     def _pool(self) -> cf.Executor:
         if self.setup.scheduler is not None:  # each job a task of the cluster, waited on by a thread here
@@ -192,10 +232,8 @@ class _Host:
                         policy.verdicts(result))
         self.dirty = True
         if course.current().policy(self.lesson.id).submissions.send_grades and job.regrade is None:
-            from grader.service import lti_services
-
-            print("grader serve:", lti_services.send_one(result, self.lesson.id, self.lesson.title,
-                                                         self.lesson.max_score), flush=True)
+            self.outbox = self.outbox or Outbox(self.setup.database)  # sent beside the grading (passback)
+            self.outbox.put(self.lesson.id, job.student, result.digest)
 
     def _recorded(self, regrade: str) -> dict[str, dict[str, Any]]:
         """The results a regrade replays (read once per regrade; a seed whose signature fails is not replayed)."""

@@ -104,6 +104,9 @@ _SCHEMA = (
     " lease_until DOUBLE PRECISION, worker TEXT, pid INTEGER, started DOUBLE PRECISION, finished DOUBLE PRECISION,"
     " status TEXT, score DOUBLE PRECISION, max_score DOUBLE PRECISION, error TEXT, superseded_by TEXT, feedback TEXT,"
     " regrade TEXT, origin TEXT, fence BIGINT NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS outbox (id TEXT PRIMARY KEY, lesson TEXT NOT NULL, student TEXT NOT NULL,"
+    " digest TEXT, state TEXT NOT NULL, tries INTEGER NOT NULL DEFAULT 0, not_before DOUBLE PRECISION NOT NULL"
+    " DEFAULT 0, lease_until DOUBLE PRECISION, worker TEXT, said TEXT, made DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (lesson, state, priority, turn, received)",
     "CREATE INDEX IF NOT EXISTS jobs_student ON jobs (student, lesson, state)",
 )
@@ -330,3 +333,56 @@ def _retry(db: database.Cursor, job_id: str, tries: int, why: str, now: float) -
     else:
         db.execute("UPDATE jobs SET state='queued', worker=NULL, pid=NULL, lease_until=NULL, error=?, "
                    "not_before=? WHERE id=?", (why[:500], now + BACKOFF_S * 2 ** (tries - 1), job_id))
+
+
+@dataclass(frozen=True)
+class Passback:
+    """A grade to send to the LMS (a row of the outbox): the student's latest recorded grade of the lesson."""
+
+    id: str
+    lesson: str
+    student: str
+    digest: str | None
+    tries: int
+
+
+PASSBACK_TRIES = 8
+"""Tries of a grade the LMS would not take (its backoff doubles from BACKOFF_S), before it is kept as failed."""
+
+
+class Outbox(_Database):
+    """The grades to send to the LMS, a row each, drained beside the grading (dispatch.passback): a slow or failing
+    LMS delays no grade and re-queues no job. A newer grade of a student replaces one still waiting."""
+
+    def put(self, lesson: str, student: str, digest: str | None) -> None:
+        with self._tx() as db:
+            if db.execute("UPDATE outbox SET digest=?, not_before=0 WHERE lesson=? AND student=? AND state='waiting'",
+                          (digest, lesson, student)) == 0:
+                db.execute("INSERT INTO outbox (id, lesson, student, digest, state, made) VALUES (?, ?, ?, ?, "
+                           "'waiting', ?)", (secrets.token_hex(8), lesson, student, digest, time.time()))
+
+    def take(self, worker: str, n: int, lease_s: float) -> list[Passback]:
+        """Up to n waiting grades for `worker`, leased; those whose sender died go back first."""
+        now = time.time()
+        with self._tx() as db:
+            db.execute("UPDATE outbox SET state='waiting', worker=NULL WHERE state='sending' AND lease_until < ?",
+                       (now,))
+            rows = db.all("SELECT id, lesson, student, digest, tries FROM outbox WHERE state='waiting' AND "
+                          "not_before <= ? ORDER BY made LIMIT ?" + (" FOR UPDATE SKIP LOCKED" if self.postgres
+                                                                    else ""), (now, n))
+            for row in rows:
+                db.execute("UPDATE outbox SET state='sending', worker=?, lease_until=?, tries=tries+1 WHERE id=?",
+                           (worker, now + lease_s, row[0]))
+        return [Passback(str(row[0]), str(row[1]), str(row[2]), row[3], int(row[4]) + 1) for row in rows]
+
+    def settle(self, passback: Passback, worker: str, done: bool, said: str) -> None:
+        """Sent (or nothing to send), or tried again after a backoff, or kept as failed after PASSBACK_TRIES."""
+        state = "sent" if done else "failed" if passback.tries >= PASSBACK_TRIES else "waiting"
+        wait = 0.0 if done else BACKOFF_S * 2 ** (passback.tries - 1)
+        with self._tx() as db:
+            db.execute("UPDATE outbox SET state=?, said=?, not_before=?, worker=NULL WHERE id=? AND worker=? AND "
+                       "state='sending'", (state, said[:500], time.time() + wait, passback.id, worker))
+
+    def counts(self) -> dict[str, int]:
+        with self._tx() as db:
+            return {str(state): int(n) for state, n in db.all("SELECT state, COUNT(*) FROM outbox GROUP BY state", ())}

@@ -82,9 +82,10 @@ def _only_issuer() -> str:
 
 
 def _client() -> Any:
+    """An LMS may take long over a call (a score post of 40 s was seen): it is waited for, beside the grading."""
     import httpx
 
-    return httpx.Client(timeout=30)
+    return httpx.Client(timeout=httpx.Timeout(120.0, connect=10.0))
 
 
 def token(where: Platform, scopes: list[str]) -> str:
@@ -270,10 +271,12 @@ def learner(member: dict[str, Any]) -> bool:
     return any(str(role).endswith("#Learner") for role in member.get("roles") or [])
 
 
-def send_one(result: GradeResult, lesson_id: str, title: str, points: float) -> str:
-    """The service's passback of one grade as it is recorded (course.toml's `send_grades`), to the LMS course the
-    student is a member of: a line saying what happened; never an exception (the grade is recorded whatever the
-    LMS says)."""
+def send_one(result: GradeResult, lesson_id: str, title: str, points: float) -> tuple[bool, str]:
+    """The service's passback of one recorded grade (course.toml's `send_grades`, from the outbox), to the LMS
+    course the student is a member of: (whether it is settled: sent, nothing new, or nobody to send to; a line
+    saying what happened); never an exception (the grade is recorded whatever the LMS says)."""
+    import httpx
+
     try:
         said = []
         for where in contexts():
@@ -286,8 +289,8 @@ def send_one(result: GradeResult, lesson_id: str, title: str, points: float) -> 
             sent = send(where, lesson_id, title, points, planned, {result.student: result})
             said.append(f"{result.student}'s grade sent to the LMS" if sent else
                         f"{result.student}: nothing new for the LMS")
-    except (LtiRefused, OSError) as err:
-        return f"{result.student}'s grade was not sent to the LMS: {err}"
+    except (LtiRefused, OSError, httpx.HTTPError) as err:
+        return False, f"{result.student}'s grade was not sent to the LMS: {str(err) or type(err).__name__}"
     if not said:
-        return f"{result.student} is not in the LMS (no launch, not on its roster): the grade was not sent"
-    return "; ".join(said)
+        return True, f"{result.student} is not in the LMS (no launch, not on its roster): the grade was not sent"
+    return True, "; ".join(said)

@@ -28,7 +28,7 @@ from grader.classroom import batch
 from grader.lesson import catalog, course
 from grader.service import dispatch, guard
 from grader.service.app import Served, app
-from grader.service.jobs import Queue
+from grader.service.jobs import Outbox, Queue
 from grader.service.tokens import Book
 
 QUEUE_FILE = "queue.sqlite"
@@ -120,7 +120,7 @@ def serve(config: Config, ready: Any = None) -> None:
     scheme = "https" if config.ssl_certfile else "http"
     url = f"{scheme}://{config.host}:{sock.getsockname()[1]}/"
     served = Served(Queue(where), book, config.out, lessons, config.jobs, config.min_free_mb * 1024**2,
-                    public_url=(config.url or url).rstrip("/") + "/")
+                    outbox=Outbox(where), public_url=(config.url or url).rstrip("/") + "/")
     server = uvicorn.Server(uvicorn.Config(app(served), log_level="warning", lifespan="off",
                                            ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile,
                                            timeout_graceful_shutdown=5, http=guard.protocol(held),
