@@ -13,7 +13,9 @@ lease that runs out (the server or its worker died) puts the job back in the
 queue. The order is fair: low priority (regrades) last, then each student's
 turn (a student with work queued or running waits behind those without),
 then arrival. A student's second job of one lesson never runs beside the
-first, so their latest result is always the latest submission's.
+first, so their latest result is always the latest submission's. Each claim
+counts a fencing token (`fence`): only the current lease's holder records.
+Beside the jobs, the outbox holds the grades waiting for the LMS (Outbox).
 """
 
 from __future__ import annotations
