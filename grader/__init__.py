@@ -42,7 +42,7 @@ def check(path: str | None = None, exercise: str | None = None, lesson: str | No
 def submit(path: str | None = None, server: str | None = None, token: str | None = None, lesson: str | None = None,
            wait: bool = False) -> Any:
     """Submit from inside a notebook: `grader.submit()` sends the saved notebook this kernel runs to the course's
-    server (GRADER_SERVER; the token from ~/.config/grader/token or GRADER_TOKEN, so that no notebook holds it),
+    server (GRADER_SERVER; the token from ~/.config/inference-grader/token or GRADER_TOKEN, so that no notebook holds it),
     prints the receipt and returns it; `wait=True`
     follows it until graded and shows the feedback (grader/service/client.py)."""
     from grader.service import client

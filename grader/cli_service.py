@@ -86,7 +86,7 @@ def tokens_cmd(roster: Path | None, out_path: Path | None, instructor: str | Non
 @click.command("submit")
 @click.argument("submission", type=FILE)
 @click.option("--server", required=True, envvar="GRADER_SERVER", help="The course server's address.")
-@click.option("--token", help="Your token (default: GRADER_TOKEN, else the file ~/.config/grader/token).")
+@click.option("--token", help="Your token (default: GRADER_TOKEN, else the file ~/.config/inference-grader/token).")
 @click.option("--lesson", "lesson_id", required=True)
 @click.option("--wait", is_flag=True, help="Follow the submission until it is graded, then show the feedback.")
 @click.option("--json", "as_json", is_flag=True,

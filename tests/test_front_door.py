@@ -208,9 +208,9 @@ def test_grader_submit_reads_the_token_from_its_file_not_the_notebook(tmp_path: 
 
     monkeypatch.delenv("GRADER_TOKEN", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    assert client.stored_token() == "" and client.token_file() == tmp_path / "grader" / "token"
-    (tmp_path / "grader").mkdir()
-    (tmp_path / "grader" / "token").write_text(TOKEN + "\n")
+    assert client.stored_token() == "" and client.token_file() == tmp_path / "inference-grader" / "token"
+    (tmp_path / "inference-grader").mkdir()
+    (tmp_path / "inference-grader" / "token").write_text(TOKEN + "\n")
     assert client.stored_token() == TOKEN
     said = CliRunner().invoke(cli.main, ["submit", str(NOTEBOOK), "--server", "http://127.0.0.1:9", "--lesson", LESSON])
     assert "could not be reached" in said.output and "no token" not in said.output  # the file's token was taken

@@ -21,6 +21,11 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "grader"
 
 
+def config_root() -> Path:
+    """This user's config folder for the grader (XDG): a student's token, and keys kept before a course had its own."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")) / "inference-grader"
+
+
 def private_folder(path: Path) -> Path | None:
     """`path` made if missing (mode 0700), or None unless it is a folder of this user's that nobody else can
     write: for files the grader will execute (compiled templates), never one another user could plant."""

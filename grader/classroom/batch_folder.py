@@ -63,11 +63,16 @@ def entry_digest(entry: layouts.Entry) -> str:
     return hashlib.sha256("".join(digest(p) for p in sorted(entry.paths)).encode()).hexdigest()  # several files
 
 
+def _leaves_folder(student: str) -> bool:
+    """Whether a student id would name a file outside its folder, or none (the edges' rule, layouts.checked_id, is
+    stricter: a name from a zip may keep a backslash, shown for a control character)."""
+    return not student or "/" in student or "\0" in student or student in (".", "..")
+
+
 def _named(student: str) -> str:
-    """A student id as a file's name: the last guard of every id from outside, which the edges checked already
-    (layouts.checked_id, stricter: a name from a zip may keep a backslash, shown for a control character); a file
-    of the folder is never named outside it."""
-    if not student or "/" in student or "\0" in student or student in (".", ".."):
+    """A student id as a file's name: the last guard of every id from outside, which the edges checked already; a
+    file of the folder is never named outside it."""
+    if _leaves_folder(student):
         raise GraderError(f"student id {layouts.printable(student)[:60]!r} cannot name a file of the batch: it is "
                           "empty, `.` or `..`, or holds a `/`")
     return student
@@ -167,8 +172,8 @@ class BatchFolder:
         folder, _, student = address.removesuffix(".html").partition("/")
         if address in (self.dashboard.name, self.similarity.name):
             return self.root / address
-        ok = folder == self.reports.name and address.endswith(".html") and student not in ("", ".", "..")
-        return self.report(student) if ok and "/" not in student and "\0" not in student else None
+        ok = folder == self.reports.name and address.endswith(".html") and not _leaves_folder(student)
+        return self.report(student) if ok else None
 
     def export(self, fmt: str) -> Path:
         """Where an export to a platform goes by default."""

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from grader.base import files, notices
+from grader.base import files, host, notices
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
 from grader.lesson import catalog, course
@@ -39,8 +39,7 @@ class KeyProblem(GraderError):
 def key_dir() -> Path:
     """The user's config folder (XDG): where keys were kept before a course kept its own; still read as a fallback
     by a course that has none."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "inference-grader"
+    return host.config_root()
 
 
 def _course_file(name: str) -> Path | None:

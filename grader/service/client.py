@@ -5,7 +5,7 @@ id, the file's SHA-256, when the server received it, the place in the queue
 and an estimate); `--wait` (or `wait=True`) then follows the submission
 until it is graded and prints the feedback the course shows. In a notebook the
 server comes from GRADER_SERVER, the token from GRADER_TOKEN or the token file
-(`token_file`: ~/.config/grader/token), and the lesson from the notebook's own
+(`token_file`: ~/.config/inference-grader/token), and the lesson from the notebook's own
 metadata; the notebook must be saved first, as for `grader.check()`. A token
 written into the file itself (`token="gs_..."` in a cell) is removed before
 the file is sent, and the server removes any it finds: no stored submission
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import files, host
 from grader.base.errors import GraderError
 
 WAIT_S = 900.0
@@ -42,13 +42,10 @@ def _said(response: Any) -> str:
 
 
 def token_file() -> Path:
-    """Where a student keeps their token so that no notebook holds it: GRADER_TOKEN_FILE, else
-    ~/.config/grader/token (XDG_CONFIG_HOME where set)."""
+    """Where a student keeps their token so that no notebook holds it: GRADER_TOKEN_FILE, else the grader's config
+    folder (~/.config/inference-grader/token)."""
     named = os.environ.get("GRADER_TOKEN_FILE")
-    if named:
-        return Path(named).expanduser()
-    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return home / "grader" / "token"
+    return Path(named).expanduser() if named else host.config_root() / "token"
 
 
 def stored_token() -> str:

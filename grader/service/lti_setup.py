@@ -53,14 +53,14 @@ def send_grades(out: Path, lesson_id: str, dry_run: bool, lineitems: str | None,
     targets = lti_services.contexts(lineitems, memberships, issuer)
     lines: list[str] = []
     for where in targets:
-        named = f" (LMS course {where.title})" if len(targets) > 1 else ""
-        lines += [line.replace(" of " + lesson_id, " of " + lesson_id + named, 1) if i == 0 else line
-                  for i, line in enumerate(_send_to(where, lesson, results, dry_run))]
+        lines += _send_to(where, lesson, results, dry_run, f" (LMS course {where.title})" if len(targets) > 1 else "")
     return lines
 
 
 def _send_to(where: lti_services.Context, lesson: catalog.Lesson, results: dict[str, GradeResult],
-             dry_run: bool) -> list[str]:
+             dry_run: bool, named: str) -> list[str]:
+    """One LMS course's part of `send_grades`: a head line (naming the course where there are several), one line
+    per student, who is missing on either side."""
     users = lti_services.users_by_student(where)
     planned = lti_services.plan(where, sorted(results.values(), key=lambda r: r.student), lesson.id, users,
                                 lesson.max_score)
@@ -74,9 +74,9 @@ def _send_to(where: lti_services.Context, lesson: catalog.Lesson, results: dict[
     unmatched = sorted(set(users) - set(results))
     if not dry_run:
         sent = lti_services.send(where, lesson.id, lesson.title, lesson.max_score, planned, results)
-        head = f"{sent} grades of {lesson.id} sent to {where.platform.issuer}"
+        head = f"{sent} grades of {lesson.id}{named} sent to {where.platform.issuer}"
     else:
-        head = f"dry run: {sum(p.send for p in planned)} of {len(planned)} grades of {lesson.id} would be sent"
+        head = f"dry run: {sum(p.send for p in planned)} of {len(planned)} grades of {lesson.id}{named} would be sent"
     missing = [p.student for p in planned if p.user_id is None]
     tail = ([f"not in the LMS (no launch, not on its roster): {', '.join(missing)}"] if missing else []) + (
         [f"in the LMS with no grade here: {', '.join(unmatched)}"] if unmatched else [])
