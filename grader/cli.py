@@ -121,7 +121,8 @@ def release_cmd(lesson_id: str, out_dir: Path, per_student: bool, roster: Path |
 
 @main.command("validate")
 @click.argument("lesson_id")
-@click.option("--draws", type=click.IntRange(0, 1000), default=0, help="Ask the reference N more hidden draws.")
+@click.option("--draws", type=click.IntRange(1, 1000), default=20, show_default=True,
+              help="Every hidden case of N draws is asked of the reference and must be answered as it says.")
 @click.option("--seeds", type=click.IntRange(1, 200), default=5, show_default=True,
               help="Each mistake the lesson declares is graded under this many seeds' hidden cases (one kernel run).")
 @click.option("--under-load", "runs", type=click.IntRange(2, 50),

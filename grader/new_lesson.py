@@ -1,8 +1,9 @@
 """`grader new LESSON_ID`: a lesson's four files with one worked exercise per id, valid as written.
 
-It writes `lessons/<id>/lesson.toml` and `scaffold.py`, `solutions/<id>/answers.py`, `hidden.py` and the built
-`solution.ipynb`, with matching exercise and cell ids, in the course folder (`--course DIR`, `GRADER_COURSE`, or
-the checkout). Nothing that exists is overwritten. docs/authoring.md says what each line means.
+It writes `lessons/<id>/lesson.toml` and `scaffold.py`, `solutions/<id>/answers.py`, `hidden.py`, a declared
+mistake (`mistakes.toml` and its patch) and the built `solution.ipynb`, with matching exercise and cell ids, in
+the course folder (`--course DIR`, `GRADER_COURSE`, or the checkout). Nothing that exists is overwritten.
+docs/authoring.md says what each line means.
 """
 
 from __future__ import annotations
@@ -130,10 +131,36 @@ import numpy as np
 
 
 def cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
-    lists = [rng.integers(-50, 50, int(rng.integers(1, 12))).tolist() for _ in range(3)] + [[7]]  # one value too
+    lists = [rng.integers(-50, 50, int(rng.integers(1, 12))).tolist() for _ in range(3)]
+    lists += [[7], [1, 2]]  # drawn on purpose, every time: one value; a mean that is not whole (catches `//`)
     return {{
 {body}    }}
 '''
+
+
+def _mistakes(exercise: str) -> str:
+    return f"""# The wrong answers this lesson's hidden cases are built to catch (docs/authoring.md, "Mistakes"): each is
+# graded under several seeds by `grader validate`, and one that some seed lets through is named.
+# A patch is whole answer cells in the scaffold's `# %%` form, without `tags=reference`: each replaces the
+# reference's cell of the same id, so it defines every name that cell defines.
+
+[[mistakes]]
+name = "the mean by floor division"
+exercise = "{exercise}"
+patch = "mistakes/{exercise}-floor-division.py"
+"""
+
+
+def _patch(exercise: str) -> str:
+    fn = _function(exercise)
+    return f"""# The mean by floor division: right whenever the sum divides evenly, so the public case [1, 2, 3] passes it;
+# the hidden case [1, 2], drawn for every student, catches it.
+# %% id=answer-{exercise}
+def {fn}(values):
+    if len(values) == 0:
+        raise ValueError("the mean of no values")
+    return math.fsum(values) // len(values)
+"""
 
 
 def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
@@ -155,7 +182,9 @@ def create(lesson_id: str, exercises: tuple[str, ...] = ()) -> list[Path]:
         written = [files.write_text(folder / "lesson.toml", _toml(lesson_id, exercises)),
                    files.write_text(folder / "scaffold.py", _scaffold(lesson_id, exercises)),
                    files.write_text(solutions / "answers.py", _answers(exercises)),
-                   files.write_text(solutions / "hidden.py", _hidden(lesson_id, exercises))]
+                   files.write_text(solutions / "hidden.py", _hidden(lesson_id, exercises)),
+                   files.write_text(solutions / "mistakes.toml", _mistakes(exercises[0])),
+                   files.write_text(solutions / "mistakes" / f"{exercises[0]}-floor-division.py", _patch(exercises[0]))]
         catalog.forget()
         return [*written, build_solution(lesson_id)]
     except BaseException:  # a lesson half made is no lesson: what this call made goes, nothing else

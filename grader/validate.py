@@ -42,19 +42,18 @@ class Validation:
 
 
 def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None,
-             draws: int = 0, seeds: int = len(proof.SEEDS)) -> Validation:
+             draws: int = len(authored.DRAWN), seeds: int = len(proof.SEEDS)) -> Validation:
     """Prove a lesson sound: the course staff's code loads, stated figures agree with the reference, the reference
-    earns full marks and the bare scaffold zero points, the committed solution notebook is current, (`draws`) the
-    reference answers every hidden case of that many more draws, and every mistake the lesson declares loses
-    points under each of `seeds` seeds."""
+    earns full marks and the bare scaffold zero points, the committed solution notebook is current, the reference
+    answers every hidden case of `draws` draws as each case says it should, and every mistake the lesson declares
+    loses points under each of `seeds` seeds."""
     lesson = catalog.get(lesson_id)
-    problems = quick(lesson) + _draws(lesson, draws)
+    problems = quick(lesson, tuple(range(1, draws + 1)))
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         solution = Path(tmp) / "reference.ipynb"
         nbformat.write(handout.solution_notebook(lesson), str(solution))
         scaffold_path = handout.release(lesson.id, tmp)
-        ref = grade(solution, lesson.id, options)
-        bare = grade(scaffold_path, lesson.id, options)
+        ref, bare = (_graded(path, lesson.id, options) for path in (solution, scaffold_path))
     problems += reference_problems(ref)
     for e in bare.exercises:
         if e.status == "passed" or e.score > 0:
@@ -65,6 +64,15 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
     caught = tuple(proof.prove(lesson, options, tuple(range(proof.SEEDS[0], proof.SEEDS[0] + seeds)), workdir))
     problems += [c.line() for c in caught if c.caught < c.seeds]
     return Validation(lesson.id, ref, bare, tuple(problems), caught)
+
+
+def _graded(path: Path, lesson_id: str, options: Options) -> GradeResult:
+    """A grade of the lesson's own notebook; a reference that cannot answer the lesson's cases is one line."""
+    try:
+        return grade(path, lesson_id, options)
+    except RuntimeError as err:  # the judge asked the reference, and it raised: the lesson's fault, said as such
+        raise GraderError(f"{err}: the reference in {catalog.get(lesson_id).solutions / 'answers.py'} cannot answer "
+                          "the lesson's own case; fix it, then validate again") from None
 
 
 def reference_problems(ref: GradeResult) -> list[str]:
@@ -84,18 +92,20 @@ def reference_problems(ref: GradeResult) -> list[str]:
     return problems
 
 
-def quick(lesson: catalog.Lesson) -> list[str]:
+def quick(lesson: catalog.Lesson, seeds: tuple[int, ...] = authored.DRAWN) -> list[str]:
     """What can be proven without a kernel (the suite asks it of every lesson it finds): the staff's code loads, the
-    needed names are defined, the figures the lesson and its hidden cases state agree with the reference, the
-    properties run on the reference's answers, the first choice of every variant is the given cell's, the hidden
-    cases name the lesson's exercises, the declared mistakes load, and the solution notebook is current."""
+    needed names are defined, the figures the lesson states agree with the reference, every hidden case of each
+    of `seeds` is answered by the reference as it says, the properties run on the reference's answers, no varying
+    number is typed into the text, the first choice of every variant is the given cell's, the hidden cases name
+    the lesson's exercises, the declared mistakes load, and the solution notebook is current."""
     staff_code_loads(lesson)
     mistakes.declared(lesson)
     defined = handout.top_level_names(handout.solution_notebook(lesson))
     problems = [f"exercise {ex.id} needs `{name}`, which neither the given cells nor the reference answers define "
                 "(a typo in lesson.toml's needs?)" for ex in lesson.exercises for name in ex.needs if name not in defined]
-    return (problems + stated_figures(lesson) + authored.hidden_figures(lesson) + authored.properties_run(lesson)
-            + authored.variant_firsts(lesson) + authored.hidden_names(lesson) + authored.stale_solution(lesson))
+    return (problems + stated_figures(lesson) + authored.hidden_figures(lesson, seeds) + authored.properties_run(lesson)
+            + authored.typed_variants(lesson) + authored.variant_firsts(lesson) + authored.hidden_names(lesson)
+            + authored.stale_solution(lesson))
 
 
 def staff_code_loads(lesson: catalog.Lesson) -> None:
@@ -103,6 +113,12 @@ def staff_code_loads(lesson: catalog.Lesson) -> None:
     one line (GraderError) naming the file, the line and what it raised, in an author's words."""
     folders = {f"<{lesson.id} given>": lesson.folder / "scaffold.py",
                f"<{lesson.id} reference>": lesson.solutions / "answers.py"}
+    stubs = {c.get("id") for c in authored.lessons_scaffold_cells(lesson) if "answer" in c.metadata.get("tags", [])}
+    missing = sorted(stubs - set(handout.answer_cells(lesson)))
+    if missing:
+        raise GraderError(f"{lesson.solutions / 'answers.py'}: no reference cell for the scaffold's answer cell "
+                          f"{missing[0]!r}{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: add "
+                          f"`# %% id={missing[0]} tags=reference` with the reference answer")
     for step in (lambda: staff_code.reference(lesson), lambda: staff_code.hidden_cases(lesson, 1),
                  lambda: staff_code.properties(lesson)):
         try:
@@ -117,23 +133,6 @@ def staff_code_loads(lesson: catalog.Lesson) -> None:
             hint = (" (a given cell the reference needs may lack the `reference` tag, or the name is misspelt)"
                     if isinstance(err, NameError) and frames and frames[-1].filename in folders else "")
             raise GraderError(f"{where}: {type(err).__name__}: {str(err)[:200]}{hint}") from None
-
-
-def _draws(lesson: catalog.Lesson, draws: int) -> list[str]:
-    """The reference asked every hidden case of `draws` more draws (no kernel): a generator that draws an input
-    the reference refuses, or a stated hidden figure it disagrees with, shows here."""
-    problems = []
-    reference = staff_code.reference(lesson) if draws else {}
-    for seed in range(1000, 1000 + draws):
-        for exercise_id, cases in staff_code.hidden_cases(lesson, seed).items():
-            for case in cases:
-                if any(isinstance(a, dict) and catalog.KERNEL_ARG in a for a in case.args):
-                    continue  # asked on the student's own values: nothing to ask without a kernel
-                try:
-                    expectations.expectation(case, reference)
-                except RuntimeError as err:
-                    problems.append(f"hidden draw {seed}, {exercise_id}: {err}")
-    return problems
 
 
 def stated_figures(lesson: catalog.Lesson) -> list[str]:

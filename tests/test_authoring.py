@@ -38,7 +38,8 @@ def _guide_files() -> list[tuple[str, str]]:
 def test_the_guide_holds_a_whole_lesson():
     names = {name for name, _ in _guide_files()}
     assert names == {"lessons/kv-cache/lesson.toml", "lessons/kv-cache/scaffold.py", "solutions/kv-cache/answers.py",
-                     "solutions/kv-cache/hidden.py", "course.toml"}
+                     "solutions/kv-cache/hidden.py", "solutions/kv-cache/mistakes.toml",
+                     "solutions/kv-cache/mistakes/zero-tokens-refused.py", "course.toml"}
     text = GUIDE.read_text()
     for form in ("call", "value", "expect", "decimals", "rtol", "atol", "raises", "accepts", "property", "recompute",
                  "scoring", "needs", "points", "kind", "{ array =", "{ normal =", "{ kernel =", "hint", "varies",
@@ -57,6 +58,8 @@ def test_the_guides_example_built_from_its_own_code_blocks_validates(tmp_path):
     assert built.returncode == 0, built.stderr
     checked = _grader(course, "validate", "kv-cache", "--draws", "3")
     assert checked.returncode == 0 and checked.stdout.rstrip().endswith("sound"), checked.stdout + checked.stderr
+    # the guide's declared mistake: public cases pass it, the hidden boundary drawn every time catches it
+    assert "'no tokens refused as if negative' loses points on cache-bytes under all 5 seeds" in checked.stdout
 
 
 @pytest.mark.kernel
@@ -68,7 +71,11 @@ def test_grader_new_writes_a_lesson_that_validates_and_validate_names_what_an_au
     toml = (course / "lessons" / "queue-basics" / "lesson.toml").read_text()
     for table in ("# [variants]", "# [evidence]", "# [report]", "# [[written]]"):  # the skeleton shows them, off
         assert table in toml, table
-    assert _grader(course, "validate", "queue-basics").returncode == 0
+    mistakes = course / "solutions" / "queue-basics" / "mistakes.toml"
+    assert 'patch = "mistakes/arrivals-floor-division.py"' in mistakes.read_text()
+    checked = _grader(course, "validate", "queue-basics")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "'the mean by floor division' loses points on arrivals under all 5 seeds" in checked.stdout
     again = _grader(course, "new", "queue-basics")
     assert again.returncode == 2 and "exists already; nothing was written" in again.stderr
     assert _grader(course, "new", "Bad_Id").returncode == 2
@@ -119,3 +126,19 @@ def test_the_text_quotes_stated_figures_and_needs_are_derived_from_the_stub(tmp_
     finally:
         monkeypatch.delenv("GRADER_COURSE")
         catalog.forget()
+
+
+def test_the_guides_way_to_try_variants_leaves_the_course_private_folder_alone(tmp_path):
+    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", GUIDE.read_text(), re.S) if "keys init --dir" in b]
+    private = ROOT / "private"
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in private.iterdir()) if private.is_dir() else None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    env.update(TMPDIR=str(tmp_path), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}")
+    ran = subprocess.run(["bash", "-euc", "\n".join(line.strip() for line in block.splitlines())], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    drawn = re.findall(r"BURST_REQUESTS = (\d+)", ran.stdout)
+    assert len(drawn) == 2 and all(int(n) in (4, 3, 5, 6) for n in drawn), ran.stdout  # lesson.toml's choices
+    made = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(made) == 1 and (made[0] / "private" / "variants.json").is_file()  # recorded in the scratch course
+    assert (sorted((p.name, p.stat().st_mtime_ns) for p in private.iterdir()) if private.is_dir() else None) == before

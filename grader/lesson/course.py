@@ -81,14 +81,14 @@ class LateRule(Protocol):
 
 @dataclass(frozen=True)
 class LatePolicy:
-    """The course's late rule (`[lessons.<id>.late]`): a share of the total per day late (a part of a day counts),
-    all of it after a cut-off."""
+    """The course's late rule (`[lessons.<id>.late]`): a share of the student's own score per day late (a part of a
+    day counts), all of it after a cut-off."""
 
     percent_per_day: float = 0.0
     cutoff_days: float | None = None
 
     def percent(self, days: float) -> float:
-        """The share of the total taken for this many days late."""
+        """The share of the student's score taken for this many days late (joining.py applies it)."""
         if days <= 0:
             return 0.0
         if self.cutoff_days is not None and days > self.cutoff_days:

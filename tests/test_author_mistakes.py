@@ -1,5 +1,5 @@
-"""Authoring, round 2: what a handout quotes follows the student's numbers, a placeholder that names nothing is
-refused, and `validate` catches what an author gets wrong, in the author's words."""
+"""What an author gets wrong, planted one at a time: what a handout quotes follows the student's numbers, a
+placeholder that names nothing is refused, and `validate` names each mistake in one line, in the author's words."""
 
 from __future__ import annotations
 
@@ -123,6 +123,11 @@ def test_a_stale_solution_notebook_says_what_changed(course_copy):
     _edit(course_copy / "solutions" / LESSON / "answers.py", "return int(np.sum(", "return int(0 + np.sum(")
     (said,) = validate.authored.stale_solution(catalog.get(LESSON))
     assert "answers.py and the figures lesson.toml states" in said
+    new_lesson.build_solution(LESSON)
+    _edit(course_copy / "lessons" / LESSON / "scaffold.py", "(they finish at {{figure:burst/0}})",
+          "(they all finish by {{figure:burst/0}})")  # the text around the figure changed, not the figure
+    (said,) = validate.authored.stale_solution(catalog.get(LESSON))
+    assert "is stale: scaffold.py (cell ex-burst) changed" in said and "lesson.toml" not in said
 
 
 @pytest.mark.parametrize("lesson_id", catalog.available())
@@ -155,3 +160,61 @@ def test_a_declared_mistake_the_hidden_cases_miss_under_some_seeds_is_named(tmp_
     assert missed.line() == (f"the mistake 'the last batch never full' passes batcher-sim under "
                              f"{10 - missed.caught} of 10 seeds: a hidden case that targets it is not drawn every time")
     assert found["a closed-loop replay"].caught == 10
+
+
+def test_a_number_that_varies_typed_into_the_text_is_refused_naming_the_placeholder(course_copy):
+    from grader import new_lesson, validate
+
+    scaffold = course_copy / "lessons" / LESSON / "scaffold.py"
+    _edit(scaffold, "`BURST_SERVICE_MS` = {{BURST_SERVICE_MS}} ms", "`BURST_SERVICE_MS` = 2.0 ms")
+    new_lesson.build_solution(LESSON)
+    (said,) = validate.quick(catalog.get(LESSON))
+    assert said == (f"{scaffold}: exercise burst: its text writes 2.0, one of BURST_SERVICE_MS's numbers, which "
+                    "vary per student: write {{BURST_SERVICE_MS}} so each reads their own")
+    # the same number where nothing varies with it (a hand check of a fixed input) is the author's to write
+    _edit(scaffold, "`BURST_SERVICE_MS` = 2.0 ms", "`BURST_SERVICE_MS` = {{BURST_SERVICE_MS}} ms")
+    _edit(scaffold, "## Exercise `measure`", "## Exercise `measure`\n#\n# Time 2.0 ms of work, or 4.")
+    new_lesson.build_solution(LESSON)
+    assert validate.quick(catalog.get(LESSON)) == []
+
+
+def _plant_hidden(home: Path, old: str, new: str) -> None:
+    _edit(home / "solutions" / LESSON / "hidden.py", old, new)
+
+
+def test_a_hidden_case_the_reference_contradicts_under_some_seeds_is_named_by_seed(course_copy):
+    from grader import validate
+
+    # `raises` on a service time drawn from [-4, 0.5]: a valid input (> 0) on about 11 % of seeds
+    _plant_hidden(course_copy, "_invalid([0.0, 1.0, 2.0], 0.0),",
+                  "_invalid([0.0, 1.0, 2.0], float(np.round(rng.uniform(-4.0, 0.5), 2))),")
+    # a stated count of responses over a deadline, wrong when the deadline is 4.5 (one draw in five): 1 is over it,
+    # not 2 (seeds 1-3, all that validate looked at before, draw other deadlines)
+    _plant_hidden(course_copy, '    drawn["deadline"] = deadline', '''    cut = float(rng.choice([1.5, 2.5, 3.5, 4.5, 5.5]))
+    deadline.append({"call": "count_missed", "args": [{"array": [1.0, 2.0, 3.0, 4.0, 5.0]}, cut],
+                     "expect": int(5.5 - cut) + (cut == 4.5)})
+    drawn["deadline"] = deadline''')
+    said = validate.quick(catalog.get(LESSON))
+    hidden = course_copy / "solutions" / LESSON / "hidden.py"
+    raises = [line for line in said if "must raise ValueError, but the reference answers" in line]
+    stated = [line for line in said
+              if "count_missed(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 4.5)` states 2, but the reference answers 1" in line]
+    assert raises and stated, said
+    assert all(line.startswith(f"{hidden} (invalid-timeline, seed ") for line in raises)
+    assert all(line.startswith(f"{hidden} (deadline, seed ") for line in stated)
+    assert len(said) == len(raises) + len(stated)
+
+
+def test_a_reference_cell_deleted_from_answers_is_one_line(course_copy):
+    from grader import validate
+    from grader.base.errors import GraderError
+
+    answers = course_copy / "solutions" / LESSON / "answers.py"
+    text = answers.read_text()
+    start = text.index("# %% id=answer-deadline")
+    answers.write_text(text[:start] + text[text.index("# %%", start + 5):])
+    catalog.forget()
+    with pytest.raises(GraderError) as refused:
+        validate.quick(catalog.get(LESSON))
+    assert str(refused.value) == (f"{answers}: no reference cell for the scaffold's answer cell 'answer-deadline': "
+                                  "add `# %% id=answer-deadline tags=reference` with the reference answer")
