@@ -7,6 +7,7 @@ planted breach is caught. Run `python tests/test_house.py` to list every breach.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -172,8 +173,18 @@ def internal_imports(source: str) -> list[str]:
     return found
 
 
+TESTS = Path(__file__).resolve().parent
+ROUND_NAME = re.compile(r"(^|_)round_?\d+($|_)")
+"""A test file is named after the module or the concept it tests, never after the round of work that wrote it."""
+
+
+def round_names(names: list[str]) -> list[str]:
+    return [f"tests/{name}: named after a round of work, not what it tests" for name in names
+            if ROUND_NAME.search(name.removesuffix(".py"))]
+
+
 def breaches() -> list[str]:
-    found = []
+    found = round_names(sorted(p.name for p in TESTS.glob("test_*.py")))
     for path in sorted(PACKAGE.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
         name = path.relative_to(PACKAGE)
@@ -195,6 +206,13 @@ def breaches() -> list[str]:
 
 def test_the_package_keeps_the_house_rules():
     assert breaches() == []
+
+
+def test_a_test_file_named_after_a_round_is_caught():
+    assert round_names(["test_walkthrough_round3.py", "test_red_team_round5.py", "test_judge.py",
+                        "test_surround.py"]) == [
+        "tests/test_walkthrough_round3.py: named after a round of work, not what it tests",
+        "tests/test_red_team_round5.py: named after a round of work, not what it tests"]
 
 
 def test_a_long_function_is_caught():

@@ -1,4 +1,4 @@
-"""What students and instructors read, round 3: the Canvas comment carries the rubric items and the comment, a
+"""What students and instructors read where grades are handed back: the Canvas comment carries the rubric items and the comment, a
 platform's test student outside the roster is never counted in the class's figures, the PrairieLearn tests add up to
 the score, a roster's login names its student, nbgrader's timestamp.txt is read (not "ignored") and marks lateness, a
 student verifies an unsigned portfolio without a key, and a value nobody measured is never labelled measured."""

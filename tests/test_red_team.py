@@ -1,4 +1,4 @@
-"""Round 5 of the red team, each finding as a test that failed before its fix: an output over a device or a
+"""The red team's findings, each as a test that failed before its fix: an output over a device or a
 stream, a worker's certificate used as the course's client, the review token in a cookie, a decoy variant cell, CA
 files under a permissive umask, the spreadsheet round trip, and a lesson id with a newline. (The naive due date is
 tests/test_course.py's.)"""

@@ -1,4 +1,4 @@
-"""What students and instructors met in the second walkthrough (issue 40), each finding checked as a person
+"""What students and instructors are told, each finding of a walkthrough (issue 40) checked as a person
 meets it: the text a page shows, the words a command prints, the exit code a script sees."""
 
 from __future__ import annotations
