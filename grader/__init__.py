@@ -22,8 +22,9 @@ FLOW = ("base", "intake", "lesson", "kernel", "run", "judge", "result", "report"
 "Stage N"); `grading` is the spine at the top (load -> run -> probe -> judge -> record for one submission);
 `classroom` grades a class with it, and `service` serves the course above both (the submission service and the
 LMS). The README's map lists the folders in this order, and no module imports a later stage (tests/test_layering.py)."""
-BESIDE_THE_SPINE = ("in_notebook", "watch", "authoring", "proof", "validate", "steady", "new_lesson")
-"""Modules at the top that use the spine for one person (the student's check, the author's validate)."""
+BESIDE_THE_SPINE = ("in_notebook", "watch", "client", "authoring")
+"""Beside the spine, for one person: the student's side at the top (`grader.check()`, `check --watch`, `grader
+submit`), and the author's in its own folder (validate, the proof of declared mistakes, new lessons)."""
 DOOR = ("cli_flags", "cli_class", "cli_service", "cli")
 """The command line, last: it may call every stage."""
 ROOMS = FLOW[:FLOW.index("grading") + 1] + BESIDE_THE_SPINE + FLOW[FLOW.index("grading") + 1:] + DOOR
@@ -44,8 +45,8 @@ def submit(path: str | None = None, server: str | None = None, token: str | None
     """Submit from inside a notebook: `grader.submit()` sends the saved notebook this kernel runs to the course's
     server (GRADER_SERVER; the token from ~/.config/inference-grader/token or GRADER_TOKEN, so that no notebook holds it),
     prints the receipt and returns it; `wait=True`
-    follows it until graded and shows the feedback (grader/service/client.py)."""
-    from grader.service import client
+    follows it until graded and shows the feedback (grader/client.py)."""
+    from grader import client
 
     return client.from_notebook(path, server, token, lesson, wait)
 

@@ -136,11 +136,11 @@ def validate_cmd(lesson_id: str, draws: int, seeds: int, runs: int | None, busy:
                  **flags: Any) -> None:
     """Prove a lesson sound: reference full marks, scaffold zero, nothing crashes; --under-load N: no point moves
     with the machine's load."""
-    from grader import validate
+    from grader.authoring import validate
     from grader.report import render_text
 
     if runs:
-        from grader import steady
+        from grader.authoring import steady
 
         held = steady.under_load(lesson_id, options_from(**flags), runs, busy, mistake)
         echo(render_text.steadiness_text(held))
@@ -182,7 +182,7 @@ def course_cmd() -> None:
 @click.option("--exercise", "exercises", multiple=True, help="An exercise id (repeatable; default first-exercise).")
 def new_cmd(lesson_id: str, exercises: tuple[str, ...]) -> None:
     """Start a lesson: its files with one worked exercise per id, valid as written (docs/authoring.md)."""
-    from grader import new_lesson
+    from grader.authoring import new_lesson
 
     echo("\n".join(map(str, new_lesson.create(lesson_id, exercises))) + f"\nnext: grader validate {lesson_id}")
 
@@ -191,7 +191,7 @@ def new_cmd(lesson_id: str, exercises: tuple[str, ...]) -> None:
 @click.argument("lesson_id")
 def build_solution_cmd(lesson_id: str) -> None:
     """Instructors: regenerate solutions/<id>/solution.ipynb from the scaffold and answers.py."""
-    from grader import new_lesson
+    from grader.authoring import new_lesson
 
     echo(str(new_lesson.build_solution(lesson_id)))
 

@@ -93,7 +93,7 @@ def tokens_cmd(roster: Path | None, out_path: Path | None, instructor: str | Non
               help="Print the receipt as JSON (with --wait, the feedback too, under `feedback`).")
 def submit_cmd(submission: Path, server: str, token: str | None, lesson_id: str, wait: bool, as_json: bool) -> None:
     """Submit a notebook (or .py) to the course's server; prints the receipt."""
-    from grader.service import client
+    from grader import client
 
     token = token or client.stored_token()
     if not token:

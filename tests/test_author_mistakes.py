@@ -77,7 +77,7 @@ def test_an_exercise_id_renamed_in_one_place_only_is_named_where_it_loads(course
 
 
 def test_validate_speaks_to_the_author_about_variants_hidden_cases_and_properties(course_copy):
-    from grader import validate
+    from grader.authoring import validate
 
     lesson_dir, solutions = course_copy / "lessons" / LESSON, course_copy / "solutions" / LESSON
     _edit(lesson_dir / "lesson.toml", "BURST_REQUESTS = [4, 3, 5, 6]", "BURST_REQUESTS = [3, 4, 5, 6]")
@@ -98,7 +98,8 @@ def test_a_check_that_raises_on_the_references_own_answer_is_the_lessons_fault(c
     import nbformat
     from conftest import FAST
 
-    from grader import grading, validate
+    from grader import grading
+    from grader.authoring import validate
 
     _edit(course_copy / "lessons" / LESSON / "properties.py", '    batch = int(asked.args[0])\n',
           '    batch = int(asked.args[0])\n    1 / 0\n')
@@ -112,7 +113,7 @@ def test_a_check_that_raises_on_the_references_own_answer_is_the_lessons_fault(c
 
 
 def test_a_stale_solution_notebook_says_what_changed(course_copy):
-    from grader import new_lesson, validate
+    from grader.authoring import new_lesson, validate
 
     _quote(course_copy, "they finish at {{figure:burst/0}}")
     new_lesson.build_solution(LESSON)
@@ -132,7 +133,7 @@ def test_a_stale_solution_notebook_says_what_changed(course_copy):
 
 @pytest.mark.parametrize("lesson_id", catalog.available())
 def test_every_lesson_in_the_course_is_sound_without_a_kernel(lesson_id):
-    from grader import validate
+    from grader.authoring import validate
 
     assert validate.quick(catalog.get(lesson_id)) == []
 
@@ -141,7 +142,8 @@ def test_every_lesson_in_the_course_is_sound_without_a_kernel(lesson_id):
 def test_a_declared_mistake_the_hidden_cases_miss_under_some_seeds_is_named(tmp_path, monkeypatch):
     from conftest import FAST
 
-    from grader import grading, proof
+    from grader import grading
+    from grader.authoring import proof
 
     home = tmp_path / "course"
     shutil.copytree(ROOT / "lessons" / "dynamic-batching", home / "lessons" / "dynamic-batching")
@@ -163,7 +165,7 @@ def test_a_declared_mistake_the_hidden_cases_miss_under_some_seeds_is_named(tmp_
 
 
 def test_a_number_that_varies_typed_into_the_text_is_refused_naming_the_placeholder(course_copy):
-    from grader import new_lesson, validate
+    from grader.authoring import new_lesson, validate
 
     scaffold = course_copy / "lessons" / LESSON / "scaffold.py"
     _edit(scaffold, "`BURST_SERVICE_MS` = {{BURST_SERVICE_MS}} ms", "`BURST_SERVICE_MS` = 2.0 ms")
@@ -183,7 +185,7 @@ def _plant_hidden(home: Path, old: str, new: str) -> None:
 
 
 def test_a_hidden_case_the_reference_contradicts_under_some_seeds_is_named_by_seed(course_copy):
-    from grader import validate
+    from grader.authoring import validate
 
     # `raises` on a service time drawn from [-4, 0.5]: a valid input (> 0) on about 11 % of seeds
     _plant_hidden(course_copy, "_invalid([0.0, 1.0, 2.0], 0.0),",
@@ -206,7 +208,7 @@ def test_a_hidden_case_the_reference_contradicts_under_some_seeds_is_named_by_se
 
 
 def test_a_reference_cell_deleted_from_answers_is_one_line(course_copy):
-    from grader import validate
+    from grader.authoring import validate
     from grader.base.errors import GraderError
 
     answers = course_copy / "solutions" / LESSON / "answers.py"

@@ -185,7 +185,7 @@ def test_json_nested_two_hundred_thousand_deep_is_a_4xx_in_one_line(service: Any
 
 
 def test_a_token_written_into_the_notebook_is_never_kept(service: Any, tmp_path: Path) -> None:
-    from grader.service import client
+    from grader import client
 
     notebook = json.loads(NOTEBOOK.read_text())
     notebook["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
@@ -204,7 +204,7 @@ def test_a_token_written_into_the_notebook_is_never_kept(service: Any, tmp_path:
 
 def test_grader_submit_reads_the_token_from_its_file_not_the_notebook(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader.service import client
+    from grader import client
 
     monkeypatch.delenv("GRADER_TOKEN", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))

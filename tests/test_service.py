@@ -275,7 +275,7 @@ def test_past_the_limit_of_graded_submissions_a_file_is_saved_and_waiting_does_n
 
 
 def test_the_printed_receipt_names_every_field_and_the_whole_digest() -> None:
-    from grader.service import client
+    from grader import client
 
     receipt = {"id": "a1b2", "sha256": "f" * 64, "received_at": "2026-12-06T08:00:00.000+00:00", "position": 3,
                "eta_s": 12.5}

@@ -172,7 +172,7 @@ def test_a_server_killed_mid_burst_loses_nothing_and_grades_nothing_twice(course
         assert said.returncode == 0, said.stderr
         accepted["s07"] = json.loads(said.stdout)
         assert accepted["s07"]["sha256"] == hashlib.sha256(files["s07"].read_bytes()).hexdigest()
-        from grader.service import client
+        from grader import client
 
         again = client.from_notebook(files["s06"], url, course["tokens"]["s06"], None, wait=False)  # lesson: metadata
         assert again is not None and again["receipt"]["sha256"] == accepted["s06"]["sha256"]

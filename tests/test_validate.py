@@ -3,7 +3,7 @@ figures the lesson states are what the reference computes. Grades are stood in f
 
 from __future__ import annotations
 
-from grader import validate
+from grader.authoring import validate
 from grader.judge.verdict import ExerciseResult
 from grader.lesson import catalog, staff_code
 from grader.result.record import GradeResult

@@ -151,7 +151,7 @@ def test_similarity_sees_each_students_own_handout_as_the_handout():
 
 
 def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monkeypatch):
-    from grader import validate
+    from grader.authoring import validate
     from grader.judge.verdict import ExerciseResult
     from grader.result.record import GradeResult
 

@@ -13,6 +13,8 @@
   tabs stay.
 - HTML is escaped by the templates' autoescaping (render), Markdown code by
   `md_code`.
+- A secret (`redact`): a token of the course's service typed into a file is
+  replaced before the file is sent, stored or graded.
 """
 
 from __future__ import annotations
@@ -95,3 +97,15 @@ def md_text(value: Any) -> str:
     text = " ".join(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(value)).splitlines())
     text = _MD_LINK.sub(r"\\]", _MD_UNDERSCORE.sub(r"\\_", _MD_ALWAYS.sub(r"\\\1", text)))
     return "\\" + text if text[:1] in ("#", "-", "+", "=") else text
+
+
+TOKEN_SHAPE = re.compile(rb"(?<![A-Za-z0-9_-])g[sil]_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
+"""What a token of the course's service looks like (a student's `gs_`, an instructor's `gi_`, an LMS session's
+`gl_`, then 32 random bytes in URL-safe base64) inside a file."""
+TOKEN_REMOVED = b"<token removed>"
+
+
+def redact(body: bytes) -> bytes:
+    """A submitted file with every token in it replaced: a token typed into a cell (`grader.submit(token=...)`)
+    is never sent, stored or graded."""
+    return TOKEN_SHAPE.sub(TOKEN_REMOVED, body)

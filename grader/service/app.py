@@ -291,7 +291,7 @@ class _Staff(_Handlers):
         return _json({"regrade": regrade, "queued": queued}, 202)
 
     def _regrade(self, lesson_id: str, force: bool) -> tuple[str, int]:
-        from grader import validate
+        from grader.authoring import validate
         from grader.result.gradebook import Gradebook
 
         folder = BatchFolder(self.s.out / lesson_id)

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import escape, files
 from grader.base.errors import GraderError
 from grader.intake import load
-from grader.service import tokens
 
 SUFFIXES = (".ipynb", ".py")
 
@@ -81,7 +80,7 @@ async def read(request: Any, cap: int, arrival_s: float = ARRIVAL_S) -> Upload:
         raise too_big
     if not body.strip():
         raise Refused(422, "the file is empty: save your work and submit again")
-    body = tokens.redact(body)  # a token typed into a cell is never kept (the receipt's digest is of what is)
+    body = escape.redact(body)  # a token typed into a cell is never kept (the receipt's digest is of what is)
     return Upload(name, body, hashlib.sha256(body).hexdigest())
 
 

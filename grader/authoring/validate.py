@@ -13,7 +13,7 @@ from typing import Any
 
 import nbformat
 
-from grader import authoring as authored, proof
+from grader.authoring import checks as authored, proof
 from grader.base import spelling
 from grader.base.errors import GraderError
 from grader.grading import Options, grade

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.base import files, host
+from grader.base import escape, files, host
 from grader.base.errors import GraderError
 
 WAIT_S = 900.0
@@ -63,9 +63,7 @@ def submit(path: Path, server: str, token: str, lesson: str) -> dict[str, Any]:
     line saying why not."""
     import httpx
 
-    from grader.service.tokens import redact
-
-    body = redact(files.read_regular(path, 64 << 20))
+    body = escape.redact(files.read_regular(path, 64 << 20))
     kind = "text/x-python" if path.suffix.lower() == ".py" else "application/x-ipynb+json"
     try:
         with _client(server) as http:
