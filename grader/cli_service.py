@@ -53,9 +53,10 @@ def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | No
              "address the LMS and students know (https://...)", err=True)
     if options.sandbox == "none":
         echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
-    config = server.Config(out_dir, host, port, jobs, database, options, lease_s, min_free_mb,
-                           str(ssl_certfile) if ssl_certfile else None, str(ssl_keyfile) if ssl_keyfile else None,
-                           scheduler, tls_dir, url, head_s, group)
+    config = server.Config(out=out_dir, host=host, port=port, jobs=jobs, database=database, options=options,
+                           lease_s=lease_s, min_free_mb=min_free_mb, scheduler=scheduler, tls=tls_dir, url=url,
+                           ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
+                           ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None, head_timeout_s=head_s, group=group)
     server.serve(config, ready=lambda url: echo(f"serving {url} (students: {url}, instructors: {url}instructor); "
                                                 f"grades in {out_dir}/<lesson>/; Ctrl-C stops it"))
 

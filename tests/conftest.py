@@ -210,8 +210,8 @@ def service(own_course: Any, tmp_path: Path) -> Any:
                     "[lessons.dynamic-batching.submissions]\nmax_graded = 1\n")
     made = {p.who: t for p, t in tokens.issue([("ada", "Ada"), ("ben", "Ben")], "student")}
     made["prof"] = tokens.issue([("prof", "Prof")], "instructor")[0][1]
-    served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served",
-                        ("inference-capacity", "inference-scaling", "dynamic-batching"), jobs=2, min_free=0)
+    served = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=tokens.Book(), out=tmp_path / "served",
+                        lessons=("inference-capacity", "inference-scaling", "dynamic-batching"), jobs=2, min_free=0)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)

@@ -353,7 +353,7 @@ def test_the_output_folder_is_its_owners_or_a_named_groups_whatever_the_umask(tm
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "shared"), group], check=True, timeout=60)
     assert stat.S_IMODE((tmp_path / "shared").stat().st_mode) == 0o2750
     assert stat.S_IMODE((tmp_path / "shared" / "grades.csv").stat().st_mode) == 0o640
-    assert server.Config(tmp_path).group is None  # by default: the owner only
+    assert server.Config(out=tmp_path).group is None  # by default: the owner only
 
 
 @contextlib.contextmanager

@@ -71,7 +71,8 @@ def lms(own_course: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
     home = own_course()
     (home / "lti.json").write_text(json.dumps(registration(platform_url)))
     kid = lti_keys.make_key()
-    served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served", (LESSON,), jobs=1, min_free=0)
+    served = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=tokens.Book(), out=tmp_path / "served", lessons=(LESSON,),
+                        jobs=1, min_free=0)
     tool_url, *tool_server = _serve(app.app(served))
     platform.tool = tool_url
     try:
@@ -376,8 +377,8 @@ def test_behind_https_the_state_cookie_crosses_the_lms_frame_and_links_use_the_c
 
     home = own_course()
     (home / "lti.json").write_text(json.dumps(registration("https://lms.example.edu")))
-    served = app.Served(Queue(tmp_path / "q.sqlite"), tokens.Book(), tmp_path / "served", (LESSON,), jobs=1,
-                        min_free=0, public_url="https://grader.example.edu/")  # TLS ends at a proxy in front
+    served = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=tokens.Book(), out=tmp_path / "served", lessons=(LESSON,),
+                        jobs=1, min_free=0, public_url="https://grader.example.edu/")  # TLS ends at a proxy in front
     url, server, thread = _serve(app.app(served))
     try:
         login = httpx.get(f"{url}/lti/login", params={"iss": ISSUER, "login_hint": "u"},

@@ -130,6 +130,28 @@ def test_no_token_or_a_wrong_one_is_401_and_nothing_is_kept(service: Any) -> Non
     assert sum(service.served.queue.counts().values()) == 0
 
 
+def test_a_pages_cookie_signs_reads_only_and_each_refusal_says_whose_token_is_missing(service: Any) -> None:
+    body = NOTEBOOK.read_bytes()
+    signed = service.post("/api/session", headers=_auth(service, "ada"))
+    assert signed.status_code == 200 and signed.json()["who"] == "ada"
+    assert "grader_session" in service.cookies  # httpx keeps it, as a browser would
+    assert service.get("/api/lessons").status_code == 200  # a read, by the cookie alone
+    assert service.get("/api/submissions").json()["submissions"] == []
+    taken = service.post("/api/submissions?lesson=inference-capacity", content=body)  # a change, by the cookie alone
+    assert taken.status_code == 401 and taken.json()["error"].startswith("no valid token")
+    assert sum(service.served.queue.counts().values()) == 0
+    assert service.post("/api/session").status_code == 401  # nor does the cookie sign a page in again
+    refused = service.get("/api/queue")  # ada, signed in by her cookie, is no instructor
+    assert refused.status_code == 401 and refused.json() == {"error": "an instructor's token is needed"}
+    assert service.delete("/api/session").json() == {"signed_out": True}
+    assert "grader_session" not in service.cookies
+    assert service.get("/api/lessons").json()["error"].startswith("no valid token")
+    # an instructor may do what any member may (read the lessons), and what only an instructor may
+    assert service.get("/api/lessons", headers=_auth(service, "prof")).status_code == 200
+    assert service.get("/api/queue", headers=_auth(service, "prof")).status_code == 200
+    assert service.get("/no/such/route").json() == {"error": "Not Found"}
+
+
 def test_inside_the_cooldown_the_file_is_saved_but_not_graded_429_with_retry_after(service: Any) -> None:
     first = service.post("/api/submissions?lesson=inference-capacity", content=NOTEBOOK.read_bytes(),
                          headers=_auth(service, "ada"))
@@ -309,3 +331,26 @@ def test_the_outbox_keeps_one_waiting_grade_per_student_and_retries_a_refused_on
         assert ada.tries == tries
         box.settle(ada, "s/p", False, "the LMS answered 503")
     assert box.counts()["failed"] == 1
+
+
+def test_a_full_database_is_told_by_its_code_not_its_text(tmp_path: Path) -> None:
+    import sqlite3
+
+    import psycopg
+
+    from grader.base import database
+
+    connection = sqlite3.connect(tmp_path / "small.sqlite")
+    connection.execute("CREATE TABLE t (x BLOB)")
+    connection.execute("PRAGMA max_page_count = 8")  # a real SQLite that runs out of room after a few pages
+    with pytest.raises(sqlite3.OperationalError) as full:
+        for _ in range(64):
+            connection.execute("INSERT INTO t VALUES (?)", (b"x" * 4096,))
+    assert database.disk_full(full.value)
+    with pytest.raises(sqlite3.OperationalError) as other:
+        connection.execute("INSERT INTO missing VALUES (1)")
+    assert not database.disk_full(other.value)
+    assert not database.disk_full(sqlite3.OperationalError("the disk is full, says a student's file name"))
+    assert database.disk_full(psycopg.errors.DiskFull("could not extend file"))
+    assert not database.disk_full(psycopg.errors.UniqueViolation("duplicate key"))
+    connection.close()

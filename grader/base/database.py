@@ -123,3 +123,11 @@ class Cursor:
     def all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         self.execute(sql, params)
         return list(self.cursor.fetchall())
+
+
+def disk_full(err: BaseException) -> bool:
+    """Whether a database's error says its disk is full, told apart by its code, not its text: SQLite's
+    `SQLITE_FULL` (the disk, or `max_page_count`), PostgreSQL's SQLSTATE 53100 (`disk_full`)."""
+    if isinstance(err, sqlite3.Error):
+        return getattr(err, "sqlite_errorname", None) == "SQLITE_FULL"
+    return getattr(err, "sqlstate", None) == "53100"

@@ -25,24 +25,31 @@ import asyncio
 import datetime as dt
 import errno
 import hmac
+import logging
 import shutil
 import statistics
-import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from grader.base import files
+from starlette.authentication import requires
+
+from grader.base import database, files
 from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog, course
-from grader.service import lti_pages, policy, upload
+from grader.service import auth, lti_pages, policy, upload
 from grader.service.jobs import Job, Outbox, Queue
 from grader.service.tokens import Book, Identity
 
-COOKIE = "grader_session"
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+log = logging.getLogger(__name__)
+"""The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
+
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"}
 PAGE_CSP = "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'"
 REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox"
@@ -51,7 +58,7 @@ FILES_CSP = "default-src 'self'; img-src data:; style-src 'unsafe-inline'; scrip
 links to each other carry the sign-in cookie."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Served:
     """What the HTTP side serves: the queue, the tokens, the batch folders, the lessons."""
 
@@ -70,12 +77,17 @@ class Served:
 
 
 def app(served: Served) -> Any:
-    """The Starlette application."""
+    """The Starlette application: who asks is settled once per request (auth.Tokens), each handler says whom it
+    serves (`@requires`), and every HTTP error is one line of JSON."""
     from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.middleware.authentication import AuthenticationMiddleware
     from starlette.routing import Route
 
     h = _Staff(served)
-    return Starlette(routes=[
+    return Starlette(middleware=[Middleware(AuthenticationMiddleware, backend=auth.Tokens(served.book))],
+                     exception_handlers={HTTPException: _http_error}, routes=[
         Route("/", h.student_page), Route("/instructor", h.instructor_page),
         Route("/api/session", h.session, methods=["POST", "DELETE"]),
         Route("/api/lessons", h.lessons),
@@ -96,36 +108,29 @@ def _refused(status: int, why: str, headers: dict[str, str] | None = None) -> An
     return _json({"error": why}, status, headers)
 
 
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """An HTTP error as one line of JSON: for a 401 (`@requires` refused), whose token is missing."""
+    from starlette.exceptions import HTTPException
+
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 401:
+        why = ("an instructor's token is needed" if request.user.is_authenticated else
+               "no valid token: send `Authorization: Bearer TOKEN` with the token you were given")
+    else:
+        why = str(exc.detail) if isinstance(exc, HTTPException) else "the server failed"
+    return _refused(status, why)
+
+
 class _Handlers:
     def __init__(self, served: Served) -> None:
         self.s = served
-        self.bad: dict[str, list[float]] = defaultdict(list)
         self.latest: dict[tuple[str, str], tuple[int | None, str]] = {}
 
-    # -- who asks ---------------------------------------------------------------------------------------------
-    async def who(self, request: Any, reading: bool = True) -> Identity | None:
-        """The caller by their Bearer token (or, for a read, the page's cookie); a bad token is answered slowly."""
-        header = request.headers.get("authorization", "")
-        token = header[7:].strip() if header[:7].lower() == "bearer " else ""
-        if not token and reading:
-            token = request.cookies.get(COOKIE, "")
-        person = self.s.book.who(token) if token else None
-        if person is None and token:
-            await self._slowed(request.client.host if request.client else "")
-        return person
-
-    async def _slowed(self, address: str) -> None:
-        now = time.monotonic()
-        recent = [t for t in self.bad[address] if now - t < 60][-50:] + [now]
-        self.bad[address] = recent
-        if len(recent) > 5:
-            await asyncio.sleep(min(5.0, 0.25 * 2 ** (len(recent) - 6)))
-
     # -- pages ------------------------------------------------------------------------------------------------
-    async def student_page(self, request: Any) -> Any:
+    async def student_page(self, request: Request) -> Response:
         return self._page("serve_student.html.j2")
 
-    async def instructor_page(self, request: Any) -> Any:
+    async def instructor_page(self, request: Request) -> Response:
         return self._page("serve_instructor.html.j2")
 
     def _page(self, template: str) -> Any:
@@ -138,31 +143,29 @@ class _Handlers:
         html = render.environment().get_template(template).render(lessons=lessons, course=named)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
 
-    async def session(self, request: Any) -> Any:
+    async def session(self, request: Request) -> Response:
         """Sign a page in (the token in a cookie a page's links carry, for reading) or out."""
         if request.method == "DELETE":
             response = _json({"signed_out": True})
-            response.delete_cookie(COOKIE, path="/")
+            response.delete_cookie(auth.COOKIE, path="/")
             return response
-        person = await self.who(request, reading=False)
-        if person is None:
+        if not request.user.is_authenticated:  # a POST: only the header signs it (auth.Tokens)
             return _refused(401, "no valid token: use the one your instructor gave you")
+        person = auth.person(request)
         response = _json({"who": person.who, "name": person.name, "role": person.role})
         token = request.headers["authorization"][7:].strip()
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
+        response.set_cookie(auth.COOKIE, token, httponly=True, samesite="strict", path="/",
                             secure=request.url.scheme == "https")
         return response
 
-    async def lessons(self, request: Any) -> Any:
-        if await self.who(request) is None:
-            return _refused(401, "no valid token")
+    @requires("student", status_code=401)
+    async def lessons(self, request: Request) -> Response:
         return _json({"lessons": [{"id": i, "title": catalog.get(i).title} for i in self.s.lessons]})
 
     # -- submitting -------------------------------------------------------------------------------------------
-    async def submit(self, request: Any) -> Any:
-        person = await self.who(request, reading=False)
-        if person is None:
-            return _refused(401, "no valid token: send `Authorization: Bearer TOKEN` with the token you were given")
+    @requires("student", status_code=401)
+    async def submit(self, request: Request) -> Response:
+        person = auth.person(request)
         lesson = request.query_params.get("lesson", "")
         if lesson not in self.s.lessons:
             return _refused(404, f"no lesson {lesson[:60]!r} here (served: {', '.join(self.s.lessons)})")
@@ -176,8 +179,8 @@ class _Handlers:
         except upload.Refused as err:
             return _refused(err.status, str(err))
         except Exception as err:  # the check itself failed (the grader's fault): the file is still taken and graded
-            print(f"grader serve: an upload of {person.who} was taken unchecked ({type(err).__name__}: "
-                  f"{str(err)[:200]})", file=sys.stderr, flush=True)
+            log.warning(f"an upload of {person.who} was taken unchecked ({type(err).__name__}: "
+                  f"{str(err)[:200]})")
         if shutil.disk_usage(self.s.out if self.s.out.exists() else self.s.out.parent).free < self.s.min_free:
             return _refused(507, "the server's disk is full: nothing was kept; submit again later")
         try:
@@ -195,7 +198,7 @@ class _Handlers:
             job, receipt = self.s.queue.add(lesson, person.who, got.sha256, got.name, got.body, received_at,
                                             admission.graded, self.s.jobs)
         except Exception as err:
-            if "full" in str(err).lower():  # SQLite's "database or disk is full": the row was not written
+            if database.disk_full(err):  # the row was not written
                 raise OSError(errno.ENOSPC, "disk full") from None
             raise
         if not admission.graded:
@@ -204,10 +207,9 @@ class _Handlers:
         return _json(receipt.to_dict(), 202)
 
     # -- reading ----------------------------------------------------------------------------------------------
-    async def history(self, request: Any) -> Any:
-        person = await self.who(request)
-        if person is None:
-            return _refused(401, "no valid token")
+    @requires("student", status_code=401)
+    async def history(self, request: Request) -> Response:
+        person = auth.person(request)
         lesson = request.query_params.get("lesson") or None
         student = request.query_params.get("student") if person.role == "instructor" else None
         jobs = await asyncio.to_thread(self.s.queue.of_student, student or person.who, lesson)
@@ -238,21 +240,21 @@ class _Handlers:
             self.latest[key] = (stamp, recorded.digest or "")
         return self.latest[key][1] == job.sha256
 
-    async def one(self, request: Any) -> Any:
-        person = await self.who(request)
-        if person is None:
-            return _refused(401, "no valid token")
+    @requires("student", status_code=401)
+    async def one(self, request: Request) -> Response:
+        person = auth.person(request)
         job = await asyncio.to_thread(self.s.queue.get, request.path_params["id"][:64])
         if job is None or not self._mine(job, person):
             return _refused(404, "no such submission of yours")
         return _json(await asyncio.to_thread(self._shown, job, person))
 
-    async def report(self, request: Any) -> Any:
+    @requires("student", status_code=404)  # another's report, or none: the same 404 as to someone signed out
+    async def report(self, request: Request) -> Response:
         from starlette.responses import HTMLResponse
 
-        person = await self.who(request)
-        job = await asyncio.to_thread(self.s.queue.get, request.path_params["id"][:64]) if person else None
-        if person is None or job is None or not self._mine(job, person):
+        person = auth.person(request)
+        job = await asyncio.to_thread(self.s.queue.get, request.path_params["id"][:64])
+        if job is None or not self._mine(job, person):
             return _refused(404, "no such submission of yours")
         if job.state != "done" or not await asyncio.to_thread(self._latest, job):
             return _refused(404, "only the latest graded submission's report is kept")
@@ -266,21 +268,17 @@ class _Handlers:
 class _Staff(_Handlers):
     """The instructor's handlers, beside the students' (each asks for an instructor's token)."""
 
-    async def rerun(self, request: Any) -> Any:
-        person = await self.who(request, reading=False)
-        if person is None or person.role != "instructor":
-            return _refused(401, "an instructor's token is needed")
+    @requires("instructor", status_code=401)
+    async def rerun(self, request: Request) -> Response:
         job = await asyncio.to_thread(self.s.queue.rerun, request.path_params["id"][:64])
         if job is None:
             return _refused(404, "no such submission")
         return _json(policy.shown(job, "instructor"))
 
-    async def regrade(self, request: Any) -> Any:
+    @requires("instructor", status_code=401)
+    async def regrade(self, request: Request) -> Response:
         """(instructor) The class's latest submissions of a lesson graded again at low priority, with their recorded
         seeds, after a fix to the lesson: students' new submissions still go first; changes.csv says who moved."""
-        person = await self.who(request, reading=False)
-        if person is None or person.role != "instructor":
-            return _refused(401, "an instructor's token is needed")
         lesson = request.query_params.get("lesson", "")
         if lesson not in self.s.lessons:
             return _refused(404, f"no lesson {lesson[:60]!r} here")
@@ -303,10 +301,8 @@ class _Staff(_Handlers):
             regrade = book.start_regrade(lesson_id)
         return regrade, self.s.queue.regrade(lesson_id, regrade)
 
-    async def queue_view(self, request: Any) -> Any:
-        person = await self.who(request)
-        if person is None or person.role != "instructor":
-            return _refused(401, "an instructor's token is needed")
+    @requires("instructor", status_code=401)
+    async def queue_view(self, request: Request) -> Response:
         return _json(await asyncio.to_thread(self._queue_data))
 
     def _queue_data(self) -> dict[str, Any]:
@@ -318,14 +314,12 @@ class _Staff(_Handlers):
                 "wait_s": _percentiles(waiting), "grade_s": _percentiles(grading), "lessons": list(self.s.lessons),
                 "out": str(self.s.out), "passback": self.s.outbox.counts() if self.s.outbox is not None else {}}
 
-    async def batch_file(self, request: Any) -> Any:
+    @requires("instructor", status_code=401)
+    async def batch_file(self, request: Request) -> Response:
         """The batch folders' own pages (the dashboard, the reports, similarity) for an instructor's browser."""
         from starlette.responses import HTMLResponse
 
-        person = await self.who(request)
         lesson, path = request.path_params["lesson"], request.path_params["path"]
-        if person is None or person.role != "instructor":
-            return _refused(401, "sign in on /instructor with an instructor's token")
         page = BatchFolder(self.s.out / lesson).page(path) if lesson in self.s.lessons else None
         if page is None:
             return _refused(404, "no such page")

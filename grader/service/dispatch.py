@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import logging
 import multiprocessing
 import os
 import time
@@ -44,6 +45,9 @@ from grader.result.parts import Submitted
 from grader.service import policy
 from grader.service.jobs import Job, Outbox, Passback, Queue
 
+log = logging.getLogger(__name__)
+"""The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
+
 IDLE_S = 300.0
 """A lesson host with nothing to grade for this long stops (the next submission starts it again)."""
 CLASS_FILES_S = 120.0
@@ -55,7 +59,7 @@ NICE = 5
 """The grading side's niceness (its kernels inherit it): the HTTP side, at the server's own, is served first."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Setup:
     """What the grading side of one server needs (picklable: it crosses a fork)."""
 
@@ -119,7 +123,7 @@ def passback(setup: Setup) -> None:
         for row in taken:
             done, said = _sent(setup, row)
             outbox.settle(row, worker, done, said)
-            print("grader serve:", said, flush=True)
+            log.info("%s", said)
         if not taken:
             time.sleep(1.0)
 
@@ -224,8 +228,8 @@ class _Host:
             self.queue.failed(job, self.worker, graded.result.error or "")
             return
         if not self.queue.holds(job, self.worker, self.setup.lease_s):  # the fencing token, checked at the write
-            print(f"grader serve: submission {job.id} of {job.student} was graded here after its lease passed to "
-                  "another server: this grade is dropped, the holder's is kept", flush=True)
+            log.warning(f"submission {job.id} of {job.student} was graded here after its lease passed to "
+                  "another server: this grade is dropped, the holder's is kept")
             return
         result = self._record(job, graded)
         self.queue.done(job, self.worker, result.status, result.score, result.max_score, result.error,
@@ -278,7 +282,7 @@ class _Host:
                 self.book.finish_regrade(self.lesson.id)
                 self.regrade_seen = (None, {})
         except (OSError, GraderError) as err:  # the class's files wait for the next grade; the grades are kept
-            print(f"grader serve: the class files of {self.lesson.id} were not rewritten ({err})", flush=True)
+            log.warning(f"the class files of {self.lesson.id} were not rewritten ({err})")
 
     def _regrade_done(self, book: Any) -> Any:
         """Who a regrade whose every job is done moved (None while it runs, or without one)."""

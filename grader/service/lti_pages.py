@@ -14,16 +14,22 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import logging
 import secrets
-import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.base import spelling
 from grader.lesson import catalog
 from grader.service import lti_keys, lti_launch
 from grader.service.lti_keys import LtiRefused
 from grader.service.tokens import Book, Identity
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+log = logging.getLogger(__name__)
+"""The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
 
 PAGE = ("<!doctype html><html lang=en><head><meta charset=utf-8><title>{title}</title><style>body{{font:15px/1.45 "
         "system-ui,sans-serif;margin:2em;color:#1d2330}}button{{font:inherit;margin:4px 0;padding:4px 12px}}"
@@ -50,7 +56,7 @@ def _page(title: str, body: str, status: int = 200) -> Any:
 
 
 def _refused(err: LtiRefused) -> Any:
-    print(f"grader serve: LTI refused: {err}", file=sys.stderr, flush=True)
+    log.info(f"LTI refused: {err}")
     return _page("Refused", f"<p>The LMS launch was refused: {html.escape(str(err))}</p>", 400)
 
 
@@ -65,7 +71,7 @@ class _Pages:
         self.launches = lti_launch.Launches()
         self.linking: dict[str, tuple[lti_launch.Launch, float]] = {}
 
-    def base(self, request: Any) -> str:
+    def base(self, request: Request) -> str:
         """The tool's address as configured (`grader serve --url`), else the address this server listens on: never
         the request's Host header, which the client chooses."""
         if self.public_url:
@@ -73,7 +79,7 @@ class _Pages:
         host, port = request.scope.get("server") or ("127.0.0.1", 80)
         return f"{request.url.scheme}://{f'[{host}]' if ':' in str(host) else host}:{port}/"
 
-    async def jwks(self, request: Any) -> Any:
+    async def jwks(self, request: Request) -> Any:
         from starlette.responses import JSONResponse
 
         try:
@@ -81,7 +87,7 @@ class _Pages:
         except LtiRefused as err:
             return JSONResponse({"error": str(err)}, 503)
 
-    async def login(self, request: Any) -> Any:
+    async def login(self, request: Request) -> Any:
         from starlette.responses import RedirectResponse
 
         params = dict(request.query_params)
@@ -98,7 +104,7 @@ class _Pages:
                             secure=secure, samesite="none" if secure else "lax")
         return response
 
-    async def launch(self, request: Any) -> Any:
+    async def launch(self, request: Request) -> Any:
         form = await request.form()
         state = str(form.get("state") or "")
         try:
@@ -133,7 +139,7 @@ class _Pages:
             f"({spelling.score(catalog.get(i).max_score)} points)</button></form>" for i in self.lessons)
         return _page("Link a lesson", f"<h1>Link a lesson into the course</h1>{buttons}")
 
-    async def deep_link(self, request: Any) -> Any:
+    async def deep_link(self, request: Request) -> Any:
         form = await request.form()
         held = self.linking.pop(str(form.get("link") or ""), None)
         lesson = str(form.get("lesson") or "")

@@ -11,6 +11,7 @@ exports and portfolios read it as they read a batch's.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import shutil
@@ -31,10 +32,13 @@ from grader.service.app import Served, app
 from grader.service.jobs import Outbox, Queue
 from grader.service.tokens import Book
 
+log = logging.getLogger(__name__)
+"""The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
+
 QUEUE_FILE = "queue.sqlite"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     out: Path
     host: str = "127.0.0.1"
@@ -62,8 +66,8 @@ def _watch(grading: Any, server: Any) -> None:
     """A server whose grading side died stops, in one line, rather than take submissions nobody grades."""
     grading.join()
     if not server.should_exit:
-        print(f"grader serve: the grading side stopped (exit code {grading.exitcode}); stopping. Accepted "
-              "submissions are kept in the queue: start the server again to grade them.", file=sys.stderr, flush=True)
+        log.error(f"the grading side stopped (exit code {grading.exitcode}); stopping. Accepted "
+              "submissions are kept in the queue: start the server again to grade them.")
         server.should_exit = True
 
 
@@ -95,6 +99,11 @@ def serve(config: Config, ready: Any = None) -> None:
     lessons = tuple(catalog.available())
     if not lessons:
         raise GraderError("this course has no lessons to serve")
+    said = logging.StreamHandler(sys.stderr)  # the service's log, one line a record, inherited by what it forks
+    said.setFormatter(logging.Formatter("grader serve: %(message)s"))
+    logging.getLogger("grader.service").handlers[:] = [said]
+    logging.getLogger("grader.service").setLevel(logging.INFO)
+    logging.getLogger("grader.service").propagate = False
     if config.scheduler:
         from grader.classroom import certs
 
@@ -105,8 +114,8 @@ def serve(config: Config, ready: Any = None) -> None:
     Queue(where).close()  # the tables made, and a bad address refused, before anything starts
     keep_private(config.out, config.group)
     name = f"{socket.gethostname()}:{os.getpid()}"
-    setup = dispatch.Setup(where, config.out.absolute(), config.jobs, config.options, config.lease_s, name,
-                           config.scheduler, config.tls)
+    setup = dispatch.Setup(database=where, out=config.out.absolute(), jobs=config.jobs, options=config.options,
+                           lease_s=config.lease_s, server=name, scheduler=config.scheduler, tls=config.tls)
     grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons),
                                                           name="grader-supervisor")
     grading.start()
@@ -119,8 +128,9 @@ def serve(config: Config, ready: Any = None) -> None:
     sock.listen(512)
     scheme = "https" if config.ssl_certfile else "http"
     url = f"{scheme}://{config.host}:{sock.getsockname()[1]}/"
-    served = Served(Queue(where), book, config.out, lessons, config.jobs, config.min_free_mb * 1024**2,
-                    outbox=Outbox(where), public_url=(config.url or url).rstrip("/") + "/")
+    served = Served(queue=Queue(where), book=book, out=config.out, lessons=lessons, jobs=config.jobs,
+                    min_free=config.min_free_mb * 1024**2, outbox=Outbox(where),
+                    public_url=(config.url or url).rstrip("/") + "/")
     server = uvicorn.Server(uvicorn.Config(app(served), log_level="warning", lifespan="off",
                                            ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile,
                                            timeout_graceful_shutdown=5, http=guard.protocol(held),

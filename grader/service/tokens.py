@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import secrets
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,9 @@ from grader.base import escape, files
 from grader.base.errors import GraderError
 from grader.intake import layouts, roster as class_list
 from grader.lesson import course
+
+log = logging.getLogger(__name__)
+"""The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
 
 FILE = "tokens.json"
 PREFIX = {"student": "gs_", "instructor": "gi_"}
@@ -126,7 +129,7 @@ class Book:
             try:
                 self.known = _read(self.path)
             except GraderError as err:
-                print(f"grader serve: the tokens were not read again ({err})", file=sys.stderr, flush=True)
+                log.warning(f"the tokens were not read again ({err})")
             self.stamp = stamp
 
     def session(self, person: Identity) -> str:

@@ -17,11 +17,14 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.base import escape, files
 from grader.base.errors import GraderError
 from grader.intake import load
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 SUFFIXES = (".ipynb", ".py")
 
@@ -58,7 +61,7 @@ ARRIVAL_S = 120.0
 """The longest an upload may take to arrive (408 after it): a client sending a byte a minute holds nothing long."""
 
 
-async def read(request: Any, cap: int, arrival_s: float = ARRIVAL_S) -> Upload:
+async def read(request: Request, cap: int, arrival_s: float = ARRIVAL_S) -> Upload:
     """The submitted file, counted as it arrives and refused (413) the moment it passes `cap` bytes, however it
     is sent (a Content-Length, chunked, multipart); nothing of a refused upload is kept."""
     length = request.headers.get("content-length")
@@ -84,7 +87,7 @@ async def read(request: Any, cap: int, arrival_s: float = ARRIVAL_S) -> Upload:
     return Upload(name, body, hashlib.sha256(body).hexdigest())
 
 
-async def _arrived(request: Any, allowed: int, too_big: Refused, arrival_s: float) -> bytes:
+async def _arrived(request: Request, allowed: int, too_big: Refused, arrival_s: float) -> bytes:
     """The request's body, no more than `allowed` bytes of it, within `arrival_s`."""
     chunks: list[bytes] = []
     size = 0
@@ -101,7 +104,7 @@ async def _arrived(request: Any, allowed: int, too_big: Refused, arrival_s: floa
     return b"".join(chunks)
 
 
-async def _file_field(request: Any, raw: bytes, cap: int, too_big: Refused) -> tuple[bytes, str]:
+async def _file_field(request: Request, raw: bytes, cap: int, too_big: Refused) -> tuple[bytes, str]:
     """The multipart body's `file` field, parsed from the bytes already counted (never from the network)."""
     from starlette.formparsers import MultiPartException
     from starlette.requests import Request
