@@ -12,14 +12,11 @@ A refusal is one line on the page and in the server's log, never a traceback.
 from __future__ import annotations
 
 import hashlib
-import html
-import json
 import logging
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from grader.base import spelling
 from grader.lesson import catalog
 from grader.service import lti_keys, lti_launch
 from grader.service.lti_keys import LtiRefused
@@ -31,9 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 """The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
 
-PAGE = ("<!doctype html><html lang=en><head><meta charset=utf-8><title>{title}</title><style>body{{font:15px/1.45 "
-        "system-ui,sans-serif;margin:2em;color:#1d2330}}button{{font:inherit;margin:4px 0;padding:4px 12px}}"
-        "</style></head><body>{body}</body></html>")
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
@@ -47,17 +41,21 @@ def routes(served: Any) -> list[Any]:
             Route("/lti/deep-link", pages.deep_link, methods=["POST"])]
 
 
-def _page(title: str, body: str, status: int = 200) -> Any:
+def _page(title: str, page: str, status: int = 200, **values: Any) -> Any:
+    """One of the LTI pages (templates/lti.html.j2), every value escaped by the template."""
     from starlette.responses import HTMLResponse
 
-    return HTMLResponse(PAGE.format(title=html.escape(title), body=body), status,
+    from grader.report import render
+
+    text = render.environment().get_template("lti.html.j2").render(title=title, page=page, **values)
+    return HTMLResponse(text, status,
                         headers=dict(HEADERS, **{"Content-Security-Policy": "default-src 'none'; style-src "
                                                  "'unsafe-inline'; script-src 'unsafe-inline'; form-action *"}))
 
 
 def _refused(err: LtiRefused) -> Any:
     log.info(f"LTI refused: {err}")
-    return _page("Refused", f"<p>The LMS launch was refused: {html.escape(str(err))}</p>", 400)
+    return _page("Refused", "refused", 400, why=str(err))
 
 
 def _cookie(state: str) -> str:
@@ -120,11 +118,8 @@ class _Pages:
         target = "/instructor" if launch.role == "instructor" else "/" + (
             f"?lesson={lesson}" if lesson in self.lessons else "")
         slot = "grader-instructor" if launch.role == "instructor" else "grader-token"
-        script = (f"<script>sessionStorage.setItem({json.dumps(slot)}, {json.dumps(token)});"
-                  f"location.replace({json.dumps(target)});</script>")
-        said = f"Signed in as {html.escape(launch.name or launch.student)} ({launch.role})"
-        return _page("Signed in", f"<p id=launched data-student=\"{html.escape(launch.student)}\" "
-                                  f"data-role=\"{launch.role}\">{said}.</p>{script}")
+        return _page("Signed in", "launched", student=launch.student, role=launch.role,
+                     name=launch.name or launch.student, slot=slot, token=token, target=target)
 
     def _choose(self, launch: lti_launch.Launch) -> Any:
         if launch.role != "instructor":
@@ -133,11 +128,8 @@ class _Pages:
         now = time.monotonic()
         self.linking = {k: v for k, v in self.linking.items() if v[1] > now}
         self.linking[link] = (launch, now + lti_launch.STATE_S)
-        buttons = "".join(
-            f"<form method=post action=\"/lti/deep-link\"><input type=hidden name=link value=\"{link}\">"
-            f"<input type=hidden name=lesson value=\"{html.escape(i)}\"><button>{html.escape(catalog.get(i).title)} "
-            f"({spelling.score(catalog.get(i).max_score)} points)</button></form>" for i in self.lessons)
-        return _page("Link a lesson", f"<h1>Link a lesson into the course</h1>{buttons}")
+        lessons = [{"id": i, "title": catalog.get(i).title, "points": catalog.get(i).max_score} for i in self.lessons]
+        return _page("Link a lesson", "choose", link=link, lessons=lessons)
 
     async def deep_link(self, request: Request) -> Any:
         form = await request.form()
@@ -154,7 +146,4 @@ class _Pages:
                                                            f"{self.base(request)}lti/launch")
         except LtiRefused as err:
             return _refused(err)
-        body = (f"<form id=back method=post action=\"{html.escape(back)}\"><input type=hidden name=JWT "
-                f"value=\"{html.escape(jwt_text)}\"><noscript><button>Return to the LMS</button></noscript></form>"
-                "<script>document.getElementById('back').submit();</script>")
-        return _page("Linked", body)
+        return _page("Linked", "linked", back=back, jwt=jwt_text)
