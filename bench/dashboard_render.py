@@ -16,6 +16,7 @@ from common import median
 
 from grader import grading
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 from grader.report import render
 from grader.result import gradebook
 
@@ -28,7 +29,7 @@ def main(rounds: int) -> None:
         grade_times, results = [], []
         for i in range(rounds):
             began = time.perf_counter()
-            results.append(grading.grade(path, lesson.id, grading.Options(seed=i)).to_dict())
+            results.append(grading.grade(path, lesson.id, grading.Options(), None, Given(seed=i)).to_dict())
             grade_times.append(time.perf_counter() - began)
     many = []
     for i in range(1000):

@@ -16,6 +16,7 @@ from common import median, plain_run, timed
 
 from grader import grading
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 
 
 def main(rounds: int) -> None:
@@ -27,7 +28,7 @@ def main(rounds: int) -> None:
             plain_run(path)  # warm the page cache once
             for i in range(rounds):
                 order = [("plain", lambda: plain_run(path)),
-                         ("grade", lambda: grading.grade(path, lesson_id, grading.Options(seed=i)))]
+                         ("grade", lambda: grading.grade(path, lesson_id, grading.Options(), None, Given(seed=i)))]
                 for name, fn in (order if i % 2 == 0 else order[::-1]):
                     (plain if name == "plain" else graded).append(timed(fn))
             p, g = median(plain), median(graded)

@@ -26,6 +26,7 @@ from grader import grading
 from grader.classroom import review_app
 from grader.classroom.review import Review
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 from grader.report import finish
 from grader.result import gradebook, record
 
@@ -37,7 +38,7 @@ def make_batch(out: Path, students: int) -> None:
 
     notebook = out.parent / "solution.ipynb"
     nbformat.write(handout.solution_notebook(catalog.get(LESSON)), str(notebook))
-    base = grading.grade(notebook, LESSON, grading.Options(seed=1))
+    base = grading.grade(notebook, LESSON, grading.Options(), None, Given(seed=1))
     graded = finish.drawn(base)
     book = gradebook.Gradebook(out / "gradebook.sqlite")
     for i in range(students):

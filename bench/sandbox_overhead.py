@@ -20,6 +20,7 @@ from grader import grading
 from grader.base.limits import Limits
 from grader.kernel import sandbox
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 
 
 def main(rounds: int) -> None:
@@ -37,7 +38,7 @@ def main(rounds: int) -> None:
             for i in range(rounds):
                 modes = ["bwrap", "none"] if i % 2 == 0 else ["none", "bwrap"]
                 for mode in modes:
-                    runs[mode].append(timed(lambda: grading.grade(path, lesson_id, grading.Options(seed=i, sandbox=mode))))
+                    runs[mode].append(timed(lambda: grading.grade(path, lesson_id, grading.Options(sandbox=mode), None, Given(seed=i))))
             b, n = median(runs["bwrap"]), median(runs["none"])
             print(f"{lesson_id}: sandboxed median {b:.2f} s, unsandboxed median {n:.2f} s, ratio {b / n:.3f} "
                   f"({rounds} alternating rounds)")

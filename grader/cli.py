@@ -25,6 +25,7 @@ from grader.cli_flags import (
     Main,
     course_option,
     echo,
+    given_from,
     options_from,
     sandbox_options,
     warn_sandbox,
@@ -56,11 +57,12 @@ def grade_cmd(submission: Path, lesson_id: str | None, json_path: str | None, ht
     from grader import grading
     from grader.report import finish, render_text
 
+    given = given_from(flags)
     options = options_from(**flags)
     if student is not None:
         echo(f"grader: graded as {student} (--student), whatever the file or its handout says", err=True)
     try:
-        result = grading.grade(submission, lesson_id, options, student)
+        result = grading.grade(submission, lesson_id, options, student, given)
     except GraderError as err:  # the reason is also a `rejected` result where one was asked for
         finish.emit(grading.rejected(submission, str(err), lesson_id), json_path, html_path, md_path)
         raise
@@ -142,10 +144,12 @@ def validate_cmd(lesson_id: str, draws: int, seeds: int, runs: int | None, busy:
     if runs:
         from grader.authoring import steady
 
+        given_from(flags)  # a run under load draws its own seeds
         held = steady.under_load(lesson_id, options_from(**flags), runs, busy, mistake)
         echo(render_text.steadiness_text(held))
         sys.exit(EXIT_UNSOUND if held.problems else EXIT_OK)
-    outcome = validate.validate(lesson_id, options_from(**flags), draws=draws, seeds=seeds)
+    given = given_from(flags)
+    outcome = validate.validate(lesson_id, options_from(**flags), draws=draws, seeds=seeds, given=given)
     echo(render_text.validation_text(outcome))
     sys.exit(EXIT_UNSOUND if outcome.problems else EXIT_OK)
 
@@ -160,9 +164,9 @@ def keys_group() -> None:
               help="Where to make course.key and course.pub (default: the course's private/ folder).")
 def keys_init_cmd(folder: Path | None) -> None:
     """Make the course key pair (Ed25519) and the course secret; an existing one is never overwritten."""
-    from grader.result import seeds
+    from grader.result import sign
 
-    echo("\n".join(seeds.init_course(folder)))
+    echo("\n".join(sign.init_course(folder)))
 
 
 @main.command("course")

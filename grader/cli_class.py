@@ -14,7 +14,17 @@ import click
 
 from grader.base import spelling
 from grader.base.errors import GraderError
-from grader.cli_flags import EXIT_OK, EXIT_UNSOUND, FILE, Finite, Interrupted, echo, options_from, sandbox_options
+from grader.cli_flags import (
+    EXIT_OK,
+    EXIT_UNSOUND,
+    FILE,
+    Finite,
+    Interrupted,
+    echo,
+    given_from,
+    options_from,
+    sandbox_options,
+)
 
 
 @click.command("batch")
@@ -40,26 +50,26 @@ def batch_cmd(folder: Path, lesson_id: str, out_dir: Path, jobs: int | None, sch
     began = time.monotonic()
     from grader.kernel import warm_start
 
+    given = given_from(flags)
     options = options_from(zygote=not no_zygote, **flags)
     if options.sandbox == "none":
         echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
     # One hash seed for the whole batch, fixed now: the template's interpreter starts with it (a regrade's takes
     # the one its results recorded, read from the gradebook later). Derived, so a rerun's kernels are the same.
-    from grader.lesson import catalog
-    from grader.result import seeds
+    from grader.lesson import catalog, draw
 
     lesson = catalog.get(lesson_id)  # the batch's one lookup: the lesson travels as itself from here
     if not regrade:
-        options = replace(options, hash_seed=seeds.batch_hash_seed_for(lesson.id, options.hash_seed))
-    if scheduler is None and not regrade:
-        warm_start.start(lesson, options)  # before the rest of the batch's imports, which its start then overlaps
+        given = replace(given, hash_seed=draw.batch_hash_seed_for(lesson.id, given.hash_seed))
+    if scheduler is None and not regrade and given.hash_seed is not None:
+        warm_start.start(lesson, options, given.hash_seed)  # before the rest of the batch's imports, which it overlaps
     from grader.classroom import batch as batching
     from grader.report import render_text
 
     try:
         summary = batching.run(batching.Request(Path(folder), lesson, Path(out_dir), jobs, options, scheduler,
                                                 Path(tls_dir) if tls_dir else None, Path(roster) if roster else None,
-                                                regrade, force, began=began))
+                                                regrade, force, began=began, given=given))
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; every result recorded in {out_dir} is kept: run the same command "
                            "again to grade the rest") from None

@@ -55,6 +55,13 @@ def options_from(*, sandbox: str | None = None, default_sandbox: str = "auto", c
     return Options(limits=limits, sandbox=sandbox or default_sandbox, **fields)
 
 
+def given_from(flags: dict[str, Any]) -> Any:
+    """What `--seed` and `--hash-seed` fix of each student's draw (lesson/draw.py's Given), taken out of `flags`."""
+    from grader.lesson.draw import Given
+
+    return Given(seed=flags.pop("seed", None), hash_seed=flags.pop("hash_seed", None))
+
+
 def echo(text: Any = "", err: bool = False) -> None:
     """Every line the CLI prints: student-controlled text (file names, messages) cannot drive the terminal."""
     click.echo(escape.terminal(text), err=err)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from grader.base.errors import GraderError
-from grader.cli_flags import FILE, Finite, echo, options_from, sandbox_options
+from grader.cli_flags import FILE, Finite, echo, given_from, options_from, sandbox_options
 
 
 @click.command("serve")
@@ -47,13 +47,14 @@ def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | No
     as it is graded, from a durable queue."""
     from grader.service import server
 
+    given = given_from(flags)
     options = options_from(zygote=not no_zygote, **flags)
     if url is None and host not in ("127.0.0.1", "localhost", "::1"):
         echo(f"grader: note: no --url: an LMS launch is sent back to http://{host}:{port}/; pass --url with the "
              "address the LMS and students know (https://...)", err=True)
     if options.sandbox == "none":
         echo("grader: warning: --no-sandbox: student code runs without isolation and can read your files", err=True)
-    config = server.Config(out=out_dir, host=host, port=port, jobs=jobs, database=database, options=options,
+    config = server.Config(out=out_dir, host=host, port=port, jobs=jobs, database=database, options=options, given=given,
                            lease_s=lease_s, min_free_mb=min_free_mb, scheduler=scheduler, tls=tls_dir, url=url,
                            ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
                            ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None, head_timeout_s=head_s, group=group)

@@ -12,23 +12,16 @@ from typing import Any
 
 from grader.base import host
 from grader.base.errors import DeviceUnavailable, GraderError, LessonError, SandboxUnavailable
-from grader.base.options import MAX_HASH_SEED, Options
+from grader.base.options import Options
 from grader.intake import load
 from grader.judge import completion, expectations, verdict
 from grader.kernel import compile_cache, devices, isolation, leftovers, managers, sandbox, zygote
-from grader.lesson import catalog, folders, handout, releases, staff_code
-from grader.result import joining, parts, seeds, variants
+from grader.lesson import catalog, draw as drawing, folders, handout, releases, staff_code
+from grader.result import joining, parts, variants
 from grader.result.record import GradeResult
 from grader.result.shown import Shown, evidence_values, public_answers
 from grader.run import device_check, execution, probe
 from grader.run.cells import SKIPPED
-
-
-def hash_seed_for(options: Options, seed: int) -> int:
-    """The hash seed of a grade: given, or derived from the hidden-case seed (0 for a self-check)."""
-    if options.hash_seed is not None:
-        return options.hash_seed
-    return 0 if options.public_only else seed % (MAX_HASH_SEED + 1)
 
 
 def rejected(path: str | Path, reason: str, lesson: str | None = None, student: str | None = None) -> GradeResult:
@@ -40,17 +33,6 @@ def rejected(path: str | Path, reason: str, lesson: str | None = None, student: 
 
 PROBES_KEY = "__probes__"
 """The tail cell that probes every exercise, one section each."""
-
-
-def _seed(lesson: catalog.Lesson, student: str, options: Options) -> tuple[int, str]:
-    """(the hidden-case seed, where it came from): given, else derived from the course secret, the lesson and the
-    student (seeds.py), so the same file graded anywhere, any number of times, meets the same hidden cases."""
-    if options.seed is not None:
-        return options.seed, options.seed_from
-    if options.public_only:
-        return 0, ""
-    secret = seeds.course_secret()
-    return seeds.hidden_seed(lesson.id, student, secret), "course secret" if secret else "lesson and student"
 
 
 def plans_for(lesson: catalog.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
@@ -87,20 +69,33 @@ class _Ran:
 
 @dataclass(frozen=True)
 class Drawn:
-    """What is drawn for this student, decided once: the submission as it will run (their handout's numbers
-    restored, an older release's cells mapped), its lesson, their seeds and the cases every exercise asks."""
+    """A submission as this student's draw makes it: the notebook as it will run (their handout's numbers
+    restored, an older release's cells mapped), its lesson, their draw and the cases every exercise asks."""
 
     submission: load.Submission
     lesson: catalog.Lesson
     release: releases.Release
-    numbers: dict[str, float] | None
+    draw: drawing.Draw
     notes: tuple[str, ...]
     """Who the notebook is (an owner mark naming another student), numbers held elsewhere."""
     handout_of: str | None
-    seed: int
-    seed_from: str
-    hash_seed: int
     plans: list[probe.ExercisePlan]
+
+    @property
+    def numbers(self) -> dict[str, float] | None:
+        return self.draw.own_numbers()
+
+    @property
+    def seed(self) -> int:
+        return self.draw.seed
+
+    @property
+    def seed_from(self) -> str:
+        return self.draw.seed_from
+
+    @property
+    def hash_seed(self) -> int:
+        return self.draw.hash_seed
 
 
 @dataclass(frozen=True)
@@ -115,29 +110,34 @@ class Judged:
 
 
 def grade(path: str | Path, lesson_id: str | None = None, options: Options = Options(),
-          student: str | None = None) -> GradeResult:
-    """Grade one submission, one stage after another; raises SubmissionRejected or LessonError for bad input."""
-    drawn = draw(path, lesson_id, options, student)  # load -> what this student meets
+          student: str | None = None, chosen: drawing.Draw | drawing.Given = drawing.Given()) -> GradeResult:
+    """Grade one submission, one stage after another, on the draw `chosen` (a batch's parent decides each student's
+    whole; else what the command line gives, the rest derived here); raises SubmissionRejected or LessonError for
+    bad input."""
+    drawn = draw(path, lesson_id, options, student, chosen)  # load -> what this student meets
     ran = run_submission(drawn.lesson, drawn.submission, drawn.plans, options, drawn.hash_seed)  # kernel -> run -> probe
     judged = judge_run(drawn, ran, options)  # judge, outside the kernel
     return recorded(drawn, ran, judged, options)  # the result
 
 
-def draw(path: str | Path, lesson_id: str | None, options: Options, student: str | None) -> Drawn:
-    """Read the submission and decide, once, what this student meets."""
+def draw(path: str | Path, lesson_id: str | None, options: Options, student: str | None,
+         chosen: drawing.Draw | drawing.Given = drawing.Given()) -> Drawn:
+    """Read the submission and decide, once, what this student meets (their draw, where none was handed over)."""
     submission = load.read(path, student)
     lesson = catalog.get(_lesson_id(lesson_id, submission))
-    key = options.handout_key or variants.handout_key(lesson.id, seeds.course_secret())  # none on a student's machine
+    secret = None if isinstance(chosen, drawing.Draw) else drawing.course_secret()  # none on a student's machine
+    key = chosen.handout_key if isinstance(chosen, drawing.Draw) else drawing.handout_key(lesson.id, secret)
     who, handout_of, named = variants.identity(lesson, submission.notebook, student, Path(submission.path).stem, key)
+    decided = chosen if isinstance(chosen, drawing.Draw) else drawing.decide(
+        lesson, who, chosen, public_only=options.public_only, secret=secret, per_student=drawing.enabled(lesson.id))
     submission = dataclasses.replace(submission, student=who)
     restored, release = releases.restore(lesson, submission.notebook)
-    restored, numbers, held = variants.own_numbers(lesson, restored, submission.student, Path(submission.path).name,
-                                                   options)
+    restored, held = variants.own_numbers(lesson, restored, decided.own_numbers(), Path(submission.path).name,
+                                          options.public_only)
     submission = dataclasses.replace(submission, notebook=restored)
-    seed, seed_from = _seed(lesson, submission.student, options)
-    notes = tuple(named) + tuple(variants.held_elsewhere(submission.notebook, submission.student, numbers, held))
-    return Drawn(submission, lesson, release, numbers, notes, handout_of, seed, seed_from,
-                 hash_seed_for(options, seed), plans_for(lesson, seed, options.public_only))
+    notes = tuple(named) + tuple(variants.held_elsewhere(submission.notebook, who, decided.own_numbers(), held))
+    return Drawn(submission, lesson, release, decided, notes, handout_of,
+                 plans_for(lesson, decided.seed, options.public_only))
 
 
 def judge_run(drawn: Drawn, ran: _Ran, options: Options) -> Judged:

@@ -44,7 +44,7 @@ def watch_options(options: Options) -> tuple[Options, str]:
     when it does not ("" when it does)."""
     report = sandbox.plan(options.limits, "bwrap" if options.sandbox == "bwrap" else "auto")
     if report.mode == "bwrap":
-        return dataclasses.replace(options, sandbox="bwrap", zygote=True, hash_seed=0), ""
+        return dataclasses.replace(options, sandbox="bwrap", zygote=True), ""  # a check's hash seed: 0
     if options.sandbox == "bwrap":  # --sandbox insists, as `check --sandbox` does
         sandbox.plan(options.limits, "bwrap", require=True)
     return (dataclasses.replace(options, zygote=False),

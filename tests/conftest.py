@@ -20,6 +20,7 @@ from grader import grading
 from grader.base.limits import Limits
 from grader.intake import load
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 
 HERE = Path(__file__).parent
 SUBMISSIONS = HERE / "submissions"
@@ -80,8 +81,8 @@ class Graded:
              sandbox: str = "auto") -> dict[str, Any]:
         key = (str(path), lesson_id, public_only, seed)
         if key not in self.cache:
-            options = grading.Options(limits=FAST, seed=seed, public_only=public_only, sandbox=sandbox)
-            self.cache[key] = grading.grade(path, lesson_id, options).to_dict()
+            options = grading.Options(limits=FAST, public_only=public_only, sandbox=sandbox)
+            self.cache[key] = grading.grade(path, lesson_id, options, None, Given(seed=seed)).to_dict()
         return copy.deepcopy(self.cache[key])
 
     def patch(self, lesson_id: str, name: str, public_only: bool = False) -> dict[str, Any]:

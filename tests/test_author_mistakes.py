@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.base.errors import LessonError
-from grader.lesson import catalog, handout
+from grader.lesson import catalog, draw, handout
 from grader.result import variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ def test_a_quoted_figure_that_varies_follows_the_students_numbers(course_copy):
     assert "they finish at [2, 4, 6, 8]" in text  # the seed's numbers: the stated figure
     own = dict(variants.defaults(lesson), BURST_REQUESTS=5, BURST_SERVICE_MS=2.5)
     mine = variants.student_handout(lesson, "someone", None)
-    numbers = variants.numbers_for(lesson, "someone", None)
+    numbers = draw.numbers_for(lesson, "someone", None)
     figures = variants.public_figures(lesson, numbers)
     assert f"they finish at {figures['burst/0']!r}" in "\n".join(c.source for c in mine.cells)
     # by hand: five requests of 2.5 ms at once finish at 2.5, 5, 7.5, 10 and 12.5

@@ -20,6 +20,7 @@ from grader.classroom import batch, certs
 from grader.classroom.cluster_guard import LOCAL_CLUSTER as GUARDED
 from grader.kernel import sandbox
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"
@@ -152,15 +153,16 @@ def test_a_dask_cluster_gives_the_same_results_as_a_local_run(tmp_path):
     write(handout.solution_notebook(catalog.get(LESSON)), folder / "ada.ipynb")
     write(patched_solution(LESSON, submission(LESSON, "queue-vectorised-shortcut")), folder / "ben.ipynb")
     (folder / "eli.ipynb").write_text("not json")
-    options = grading.Options(limits=FAST, seed=77)
-    local = batch.run(batch.Request(folder, LESSON, tmp_path / "local", jobs=1, options=options, progress=False))
+    options = grading.Options(limits=FAST)
+    local = batch.run(batch.Request(folder, LESSON, tmp_path / "local", jobs=1, options=options, progress=False,
+                                    given=Given(seed=77)))
     tls = tmp_path / "tls"
     certs.make(tls)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler"),
                                   **GUARDED) as cluster:
         remote = batch.run(batch.Request(folder, LESSON, tmp_path / "dask", options=options, scheduler=cluster.scheduler_address,
-                           progress=False, tls=tls))
+                           progress=False, tls=tls, given=Given(seed=77)))
     assert local.counts == remote.counts
     for student in ("ada", "ben", "eli"):
         a = json.loads((tmp_path / "local" / "results" / f"{student}.json").read_text())

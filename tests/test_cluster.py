@@ -21,7 +21,8 @@ from grader import grading
 from grader.classroom import batch, certs
 from grader.classroom.cluster_guard import LOCAL_CLUSTER as GUARDED, MODULE as GUARD
 from grader.kernel import sandbox
-from grader.lesson import catalog, handout
+from grader.lesson import catalog, draw, handout
+from grader.lesson.draw import Given
 from grader.result.record import INTERNAL_ERROR
 
 distributed = pytest.importorskip("distributed")
@@ -72,7 +73,7 @@ def _batch_with_a_kill(folder, out, options, tls):
         killer = threading.Thread(target=_kill_a_busy_worker, args=(client, killed), daemon=True)
         killer.start()
         summary = batch.run(batch.Request(folder, LESSON, out, options=options, scheduler=cluster.scheduler_address, progress=False,
-                            tls=tls))
+                            tls=tls, given=Given(seed=5)))
         killer.join(timeout=60)
     assert killed, "no worker was busy to kill"
     return summary
@@ -86,7 +87,7 @@ def _recorded(out):
 
 def test_a_worker_killed_mid_batch_loses_no_result_and_kernels_are_forked_warm(tmp_path, course_certs):
     folder = _class(tmp_path / "in")
-    summary = _batch_with_a_kill(folder, tmp_path / "out", grading.Options(limits=FAST, seed=5, zygote=True),
+    summary = _batch_with_a_kill(folder, tmp_path / "out", grading.Options(limits=FAST, zygote=True),
                                  course_certs)
     rows, count = _recorded(tmp_path / "out")
     assert count == len(STUDENTS) and sorted(rows) == STUDENTS  # each recorded exactly once
@@ -99,7 +100,7 @@ def test_a_worker_killed_mid_batch_loses_no_result_and_kernels_are_forked_warm(t
 
 def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(tmp_path, course_certs):
     folder = _class(tmp_path / "in")
-    options = grading.Options(limits=FAST, seed=5, zygote=True)
+    options = grading.Options(limits=FAST, zygote=True)
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # the first lost worker fails its task
         summary = _batch_with_a_kill(folder, tmp_path / "out", options, course_certs)
     rows, count = _recorded(tmp_path / "out")
@@ -108,7 +109,8 @@ def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(
     assert all("the cluster lost this submission's task (KilledWorker" in rows[s][1]["error"] for s in lost)
     assert all(rows[s][0] == "graded" for s in STUDENTS if s not in lost)
     # the next run grades what was lost, locally this time, and replaces those rows
-    again = batch.run(batch.Request(folder, LESSON, tmp_path / "out", jobs=2, options=options, progress=False))
+    again = batch.run(batch.Request(folder, LESSON, tmp_path / "out", jobs=2, options=options, progress=False,
+                                    given=Given(seed=5)))
     rows, count = _recorded(tmp_path / "out")
     assert again.skipped == len(STUDENTS) - len(lost) and count == len(STUDENTS)
     assert all(status == "graded" for status, _ in rows.values())
@@ -121,8 +123,9 @@ def test_a_task_on_a_worker_without_a_template_still_grades(tmp_path):
     notebook = tmp_path / "ada.ipynb"
     write(handout.solution_notebook(catalog.get(LESSON)), notebook)
     try:
+        chosen = draw.decide(catalog.get(LESSON), "ada", Given(5, hash_seed=7), secret=None, per_student=False)
         graded = cluster.grade_bytes("ada.ipynb", notebook.read_bytes(), LESSON,
-                                     grading.Options(limits=FAST, seed=5, zygote=True, hash_seed=7), "ada")
+                                     grading.Options(limits=FAST, zygote=True), "ada", chosen)
     finally:
         zygote.stop_shared()
     assert graded.result.status == "graded" and graded.result.score == sum(e.max_score for e in graded.result.exercises)

@@ -17,8 +17,8 @@ from conftest import FAST, full_marks, write
 
 from grader import cli, grading
 from grader.base.errors import GraderError, LessonError
-from grader.lesson import catalog, course, handout
-from grader.result import seeds, sign, variants
+from grader.lesson import catalog, course, draw, handout
+from grader.result import sign, variants
 
 LESSON = "inference-capacity"
 
@@ -44,14 +44,14 @@ def test_two_courses_on_one_account_keep_their_own_key_secret_and_variants(tmp_p
     assert stat.S_IMODE(private.stat().st_mode) == 0o700
     assert {p.name for p in private.iterdir()} == {"course.key", "course.pub", "course.secret", "variants.json"}
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in private.iterdir() if p.name != "course.pub")
-    assert variants.enabled(LESSON)
-    secret_first = seeds.course_secret()
+    assert draw.enabled(LESSON)
+    secret_first = draw.course_secret()
 
     _in(second, monkeypatch)  # the same account, another course: nothing of the first is in force here
-    assert not variants.enabled(LESSON) and seeds.course_secret() is None and sign.signing_key() is None
+    assert not draw.enabled(LESSON) and draw.course_secret() is None and sign.signing_key() is None
     assert CliRunner().invoke(cli.main, ["keys", "init"]).exit_code == 0
-    assert seeds.course_secret() not in (None, secret_first)
-    assert not variants.enabled(LESSON)  # the second's keys init turned nothing on
+    assert draw.course_secret() not in (None, secret_first)
+    assert not draw.enabled(LESSON)  # the second's keys init turned nothing on
 
 
 @pytest.mark.kernel
@@ -86,9 +86,9 @@ def test_an_accounts_key_still_signs_for_a_course_without_one_and_says_so_once(t
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # an account of this test's
     config = tmp_path / "config" / "inference-grader"
     sign.init(config)
-    seeds.make_secret(config)
+    draw.make_secret(config)
     own_course("legacy")
-    assert sign.key_path() == config / "course.key" and seeds.secret_path() == config / "course.secret"
+    assert sign.key_path() == config / "course.key" and draw.secret_path() == config / "course.secret"
     sign.key_path()
     said = capsys.readouterr().err
     assert said.count("has no key of its own") == 1 and "has no secret of its own" in said

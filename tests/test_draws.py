@@ -15,8 +15,9 @@ import pytest
 
 from grader import grading
 from grader.base.options import Options
-from grader.lesson import catalog
-from grader.result import seeds, variants
+from grader.classroom.worker import Draws
+from grader.lesson import catalog, draw as drawing
+from grader.result import variants
 
 GOLDEN = Path(__file__).parent / "goldens" / "draws.json"
 STUDENTS = tuple(f"s{n:02d}" for n in range(20))
@@ -33,13 +34,14 @@ def draws(folder: Path) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for lesson_id in catalog.available():
         lesson = catalog.get(lesson_id)
-        batch = {"hash_seed": seeds.batch_hash_seed(lesson.id, SECRET)}
+        batch = {"hash_seed": drawing.batch_hash_seed(lesson.id, SECRET)}
+        parents = Draws(lesson, Options(), drawing.Given())  # as a batch's parent decides each student's
         for student in STUDENTS:
             path = folder / f"{lesson.id}-{student}.ipynb"
             nbformat.write(variants.student_handout(lesson, student, SECRET), str(path))
             drawn = grading.draw(path, lesson.id, Options(), student)
-            parent = variants.own_options(lesson, Options(), student, SECRET, True)
-            batch[student] = {"seed": parent.seed, "seed_from": parent.seed_from, "variant": parent.variant,
+            _, parent = parents.of(student)
+            batch[student] = {"seed": parent.seed, "seed_from": parent.seed_from, "variant": parent.numbers,
                               "handout_key": parent.handout_key}
             found[f"{lesson.id}/{student}"] = {
                 "student": drawn.submission.student, "seed": drawn.seed, "seed_from": drawn.seed_from,

@@ -21,6 +21,7 @@ from grader.base import escape, files
 from grader.base.errors import GraderError, SubmissionRejected
 from grader.classroom import batch, platforms
 from grader.intake import layouts, load, roster
+from grader.lesson.draw import Given
 from grader.report import render
 from grader.result import gradebook
 
@@ -142,7 +143,7 @@ def test_a_folder_class_never_follows_a_link_or_opens_a_fifo(linked_class):
 def test_a_batch_records_linked_submissions_as_rejected_and_reads_nothing_through_them(linked_class, tmp_path):
     folder, secret = linked_class
     out = tmp_path / "out"
-    summary = batch.run(batch.Request(folder, LESSON, out, jobs=2, options=grading.Options(limits=FAST, seed=SEED), progress=False))
+    summary = batch.run(batch.Request(folder, LESSON, out, jobs=2, options=grading.Options(limits=FAST), given=Given(seed=SEED), progress=False))
     results = {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
     assert results["ada"]["status"] == "graded" and results["ada"]["score"] == 3.0
     for student in ("trudy", "mallory", "fifo", "linked-folder"):
@@ -159,7 +160,7 @@ def test_a_batch_of_a_hostile_zip_grades_the_neighbour_and_rejects_each_entry(tm
     archive = _zip(tmp_path / "class.zip", [(name, b"print('ran outside the sandbox')") for name in names]
                    + [("ada.ipynb", (SAMPLES / "ada.ipynb").read_bytes())])
     out = tmp_path / "out"
-    batch.run(batch.Request(archive, LESSON, out, jobs=2, options=grading.Options(limits=FAST, seed=SEED), progress=False))
+    batch.run(batch.Request(archive, LESSON, out, jobs=2, options=grading.Options(limits=FAST), given=Given(seed=SEED), progress=False))
     assert not (tmp_path / "escaped").exists()
     results = [json.loads(p.read_text()) for p in (out / "results").glob("*.json")]
     graded = [r for r in results if r["status"] == "graded"]

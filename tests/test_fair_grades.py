@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.base.options import MAX_SEED
-from grader.result import seeds
+from grader.lesson import draw as seeds
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"

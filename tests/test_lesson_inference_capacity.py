@@ -14,6 +14,7 @@ from conftest import FAST, SEED, patched_solution, statuses, submission, typed, 
 
 from grader import grading
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 
 pytestmark = pytest.mark.kernel
 LESSON = "inference-capacity"
@@ -196,7 +197,7 @@ def test_replaying_the_recorded_seed_gives_the_same_result(graded, tmp_path):
     path = tmp_path / "replay.ipynb"
     write(patched_solution(LESSON, submission(LESSON, "queue-vectorised-shortcut")), path)
     one = graded.file(path, LESSON, seed=first["seed"])
-    two = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=one["seed"])).to_dict()
+    two = grading.grade(path, LESSON, grading.Options(limits=FAST), None, Given(seed=one["seed"])).to_dict()
     strip = lambda r: json.dumps([dict(e) for e in r["exercises"]], sort_keys=True)  # noqa: E731
     assert strip(one) == strip(two)
     other = graded.file(path, LESSON, seed=first["seed"] + 1)

@@ -23,6 +23,7 @@ from grader import grading
 from grader.base.errors import GraderError
 from grader.classroom import batch, gradescope, platforms
 from grader.intake import layouts
+from grader.lesson.draw import Given
 from grader.report import platform_results
 
 HERE = Path(__file__).parent
@@ -127,13 +128,13 @@ def batches(tmp_path_factory):
     rows += [["Gone, Eve", "1005", "S1005", "eve", "Sec 2"], ["Student, Test", "9999", "", "", ""]]
     with roster.open("w", newline="") as handle:
         csv.writer(handle).writerows(rows)
-    options = grading.Options(limits=FAST, seed=SEED)
+    options = grading.Options(limits=FAST)
     done = {}
     for layout in LAYOUT_IDS:
         source = make_class(layout, root / "in")
         out = root / "out" / layout
         summary = batch.run(batch.Request(source, LESSON, out, jobs=3, options=options, progress=False,
-                            roster=roster if layout == "canvas" else None))
+                            roster=roster if layout == "canvas" else None, given=Given(seed=SEED)))
         done[layout] = (summary, out)
     return done, roster
 

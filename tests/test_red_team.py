@@ -147,7 +147,7 @@ def test_a_batch_refuses_a_cluster_started_without_the_guard(tmp_path):
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                                   host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler")
                                   ) as unguarded, pytest.raises(GraderError, match="run without the course's guard"):
-        list(cluster.results(unguarded.scheduler_address, [], "inference-scaling", grading.Options(), tls=tls))
+        list(cluster.results(unguarded.scheduler_address, [], "inference-scaling", grading.Options(), {}, 0, tls=tls))
 
 
 # 4. (low) the review token is never a cookie: another local server could read it

@@ -18,6 +18,7 @@ from test_render import CHROME_FLAGS, CHROMIUM
 
 from grader.base.options import Options
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 from grader.result import gradebook, regrade
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,12 +57,13 @@ def test_changes_csv_is_safe_to_open_in_a_spreadsheet(tmp_path):
 
 
 def test_each_student_keeps_their_recorded_seeds():
-    options = Options(hash_seed=11, seed=None, zygote=True)
-    mine = regrade.options_for(options, {"status": "graded", "seed": 1234, "hash_seed": 11})
-    assert (mine.seed, mine.hash_seed, mine.zygote) == (1234, 11, True)
-    other = regrade.options_for(options, {"status": "graded", "seed": 5, "hash_seed": 99})
-    assert (other.seed, other.hash_seed, other.zygote) == (5, 99, False)  # a kernel of its own, with its hash seed
-    assert regrade.options_for(options, None) is options
+    options = Options(zygote=True)
+    template = Given(hash_seed=11)
+    kept, mine = regrade.replayed(options, template, {"status": "graded", "seed": 1234, "hash_seed": 11})
+    assert (mine.seed, mine.hash_seed, kept.zygote) == (1234, 11, True)
+    alone, other = regrade.replayed(options, template, {"status": "graded", "seed": 5, "hash_seed": 99})
+    assert (other.seed, other.hash_seed, alone.zygote) == (5, 99, False)  # a kernel of its own, with its hash seed
+    assert regrade.replayed(options, template, None) == (options, template)  # derived, on the template's
     assert regrade.batch_hash_seed({"a": {"hash_seed": 3}, "b": {"hash_seed": 3}, "c": {"hash_seed": 4}}) == 3
 
 

@@ -12,6 +12,7 @@ from conftest import FAST, SEED, full_marks, write
 from grader import grading
 from grader.intake import load
 from grader.lesson import catalog, handout, releases
+from grader.lesson.draw import Given
 
 LESSON = "dynamic-batching"
 V1 = Path(__file__).parent / "submissions" / "releases" / "dynamic-batching-v1-given.py"
@@ -60,7 +61,7 @@ def test_earlier_given_cells_are_recognised_by_text_alone_and_replaced():
 def test_a_release_1_notebook_with_correct_answers_passes_every_exercise(tmp_path):
     lesson = catalog.get(LESSON)
     path = write(_release_1(handout.solution_notebook(lesson), metadata=False), tmp_path / "v1.ipynb")
-    result = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=SEED)).to_dict()
+    result = grading.grade(path, LESSON, grading.Options(limits=FAST), None, Given(seed=SEED)).to_dict()
     assert {e["id"]: e["status"] for e in result["exercises"]} == {ex.id: "passed" for ex in lesson.exercises}
     assert full_marks(result)
     assert result["release"] == {"came_from": 1, "graded_as": 2, "restored": ["given-server", "given-traces"]}

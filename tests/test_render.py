@@ -19,6 +19,7 @@ from conftest import FAST, SEED, typed, write
 from grader import grading
 from grader.classroom import batch, portfolio
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 from grader.report import finish, render
 from grader.result import gradebook
 
@@ -127,7 +128,7 @@ def test_student_html_is_rendered_as_text_everywhere(tmp_path):
     write(notebook, folder / (HOSTILE_TEXT.replace("/", "").replace('"', "")[:40] + ".ipynb"))
     out = tmp_path / "out"
     batch.run(batch.Request(folder, "inference-capacity", out, jobs=1,
-              options=grading.Options(limits=FAST, seed=SEED), progress=False))
+              options=grading.Options(limits=FAST), given=Given(seed=SEED), progress=False))
     [result_path] = list((out / "results").glob("*.json"))
     data = json.loads(result_path.read_text())
     pages = {"report": render.report_html(typed(data)), "dashboard": (out / "index.html").read_text(),

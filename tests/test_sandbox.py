@@ -29,6 +29,7 @@ from grader import grading
 from grader.base.errors import SandboxUnavailable
 from grader.kernel import devices, leftovers, managers, sandbox, zygote
 from grader.lesson import catalog, handout
+from grader.lesson.draw import Given
 from grader.result import gradebook
 
 LESSON = "inference-capacity"
@@ -43,8 +44,8 @@ def _grade(tmp_path: Path, name: str, limits=FAST, warm: bool = False, **fill: s
     for key, value in fill.items():
         text = text.replace(f"__{key}__", value)
     path = write(patched_solution(LESSON, text), tmp_path / f"{name}.ipynb")
-    options = grading.Options(limits=limits, seed=SEED, sandbox="bwrap", require_sandbox=True, zygote=warm)
-    result = grading.grade(path, LESSON, options).to_dict()
+    options = grading.Options(limits=limits, sandbox="bwrap", require_sandbox=True, zygote=warm)
+    result = grading.grade(path, LESSON, options, None, Given(seed=SEED)).to_dict()
     assert result["sandbox"]["mode"] == ("bwrap+zygote" if warm else "bwrap")
     return result
 
@@ -192,8 +193,9 @@ def test_a_200_mb_flood_is_recorded_and_the_grader_stays_small(tmp_path):
         "    return int(line.split()[1]) / 1024\n"
         "from grader import grading\n"
         "from grader.base.limits import Limits\n"
+        "from grader.lesson.draw import Given\n"
         "r = grading.grade(sys.argv[1], 'inference-capacity', grading.Options(limits=Limits(cell_timeout=10),"
-        " seed=1, sandbox='bwrap')).to_dict()\n"
+        " sandbox='bwrap'), None, Given(seed=1)).to_dict()\n"
         "print(json.dumps({'run': r['run'], 'score': r['score'], 'statuses': {e['id']: e['status'] for e in r['exercises']},"
         " 'peak_mb': peak_mb()}))\n"
     )
@@ -217,7 +219,7 @@ def test_require_sandbox_refuses_when_a_layer_is_missing(monkeypatch):
 def test_without_bwrap_the_result_says_which_layers_are_missing(monkeypatch, tmp_path, make_notebook):
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
     path = make_notebook("x = 1")
-    options = grading.Options(limits=FAST, seed=1, public_only=True)
+    options = grading.Options(limits=FAST, public_only=True)
     if os.geteuid() == 0 and sandbox.plan(FAST).mode != "nobody":
         # root, and nobody cannot run this Python: the kernel is never run as root unless asked
         with pytest.raises(SandboxUnavailable, match="refusing to run student code as root"):
@@ -244,7 +246,7 @@ def test_without_namespaces_root_still_runs_the_kernel_as_nobody(monkeypatch, tm
     path = make_notebook(probe)
     if sandbox.plan(FAST).mode != "nobody":
         pytest.skip("nobody cannot run this Python installation (it lives under a private folder)")
-    result = grading.grade(path, LESSON, grading.Options(limits=FAST, seed=1, public_only=True))
+    result = grading.grade(path, LESSON, grading.Options(limits=FAST, public_only=True), None, Given(seed=1))
     assert result.to_dict()["sandbox"]["mode"] == "nobody"
     assert result.to_dict()["sandbox"]["layers"]["user"] is True
     printed = "".join(o.get("text", "") for o in result.notebook.cells[0].outputs)
@@ -430,16 +432,16 @@ def test_a_forked_kernel_starts_with_the_traceback_machinery_warm(tmp_path):
     patch = ("# %% id=extra-first-error\nimport inspect, sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    pass\n"
              "print('warm', len(inspect.modulesbyfile) > 200, 'stack_data' in sys.modules)\n")
     path = write(patched_solution(LESSON, patch), tmp_path / "warm.ipynb")
-    options = grading.Options(limits=FAST, seed=SEED, sandbox="bwrap", require_sandbox=True, zygote=True)
-    notebook = grading.grade(path, LESSON, options).notebook
+    options = grading.Options(limits=FAST, sandbox="bwrap", require_sandbox=True, zygote=True)
+    notebook = grading.grade(path, LESSON, options, None, Given(seed=SEED)).notebook
     (cell,) = [c for c in notebook.cells if c.get("id") == "extra-first-error"]
     assert "".join(o.get("text", "") for o in cell.outputs).strip() == "warm True True"
 
 
 def _scaling(tmp_path: Path, name: str, notebook, seed: int = SEED) -> tuple[dict, Any]:
     path = write(notebook, tmp_path / f"{name}.ipynb")
-    options = grading.Options(limits=FAST, seed=seed, sandbox="bwrap", require_sandbox=True, zygote=True)
-    result = grading.grade(path, "inference-scaling", options)
+    options = grading.Options(limits=FAST, sandbox="bwrap", require_sandbox=True, zygote=True)
+    result = grading.grade(path, "inference-scaling", options, None, Given(seed=seed))
     return result.to_dict(), result.notebook
 
 
@@ -486,11 +488,11 @@ def test_a_template_started_by_the_command_line_is_the_one_the_batch_forks_from(
     from grader.kernel import warm_start
     from grader.lesson import catalog
 
-    options = grading.Options(limits=FAST, sandbox="bwrap", require_sandbox=True, zygote=True, hash_seed=1234)
-    early = warm_start.start(catalog.get("inference-scaling"), options)
+    options = grading.Options(limits=FAST, sandbox="bwrap", require_sandbox=True, zygote=True)
+    early = warm_start.start(catalog.get("inference-scaling"), options, 1234)
     assert early is not None and early.start.hash_seed == 1234
     homes = set(sandbox.run_root().glob(f"zygote-{os.getpid()}-*"))
-    worker.prepare(catalog.get("inference-scaling"), options)
+    worker.prepare(catalog.get("inference-scaling"), options, 1234)
     assert set(sandbox.run_root().glob(f"zygote-{os.getpid()}-*")) == homes and early.home in homes  # none started
     assert zygote.shared(FAST, early.start) is early and early.ready and early.alive()
-    assert warm_start.start(catalog.get("inference-scaling"), replace(options, zygote=False)) is None
+    assert warm_start.start(catalog.get("inference-scaling"), replace(options, zygote=False), 1234) is None

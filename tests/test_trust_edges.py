@@ -17,6 +17,7 @@ from grader import grading
 from grader.base import escape
 from grader.classroom import batch
 from grader.intake import layouts
+from grader.lesson.draw import Given
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parent / "samples" / "inference-scaling"
@@ -47,7 +48,7 @@ def test_a_batch_with_a_250_byte_flat_name_grades_everyone_and_names_every_file_
     archive = _zip(tmp_path / "class.zip", [(stem + ".py", b"x = 1\n"),
                                             ("ada.ipynb", (SAMPLES / "ada.ipynb").read_bytes())])
     out = tmp_path / "out"
-    batch.run(batch.Request(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False))
+    batch.run(batch.Request(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST), given=Given(seed=SEED), progress=False))
     results = {json.loads(p.read_text())["student"]: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
     assert results["ada"]["score"] == 3.0
     long_id = next(s for s in results if s != "ada")
@@ -72,7 +73,7 @@ def test_a_batch_rejects_both_spellings_and_writes_one_row(tmp_path):
     nfc, nfd = unicodedata.normalize("NFC", "josé"), unicodedata.normalize("NFD", "josé")
     archive = _zip(tmp_path / "class.zip", [(nfc + ".ipynb", body), (nfd + ".ipynb", b"{}")])
     out = tmp_path / "out"
-    batch.run(batch.Request(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST, seed=SEED), progress=False))
+    batch.run(batch.Request(archive, LESSON, out, jobs=1, options=grading.Options(limits=FAST), given=Given(seed=SEED), progress=False))
     rows = (out / "grades.csv").read_text(encoding="utf-8").splitlines()[1:]
     assert len(rows) == 1 and rows[0].startswith(nfc + ",")
     result = json.loads((out / "results" / f"{nfc}.json").read_text())

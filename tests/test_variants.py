@@ -15,7 +15,7 @@ from conftest import full_marks, write
 
 from grader import cli, grading
 from grader.classroom import batch
-from grader.lesson import catalog, handout
+from grader.lesson import catalog, draw, handout
 from grader.result import variants
 
 LESSON = "inference-capacity"
@@ -73,7 +73,7 @@ def test_release_writes_one_handout_per_student_and_records_the_lesson(tmp_path,
     books = {s: nbformat.read(tmp_path / "handouts" / f"{s}.ipynb", as_version=4) for s in STUDENTS}
     assert len({_variant_cell(nb) for nb in books.values()}) > 1  # numbers of their own
     assert all(nb.metadata["grader"]["student"] == s for s, nb in books.items())
-    assert variants.enabled(LESSON) and not variants.enabled("inference-scaling")
+    assert draw.enabled(LESSON) and not draw.enabled("inference-scaling")
     plain = CliRunner().invoke(cli.main, ["release", LESSON, "--roster", str(course), "--out", str(tmp_path / "x")])
     assert plain.exit_code == 2 and "go with --variants" in plain.stderr
     bad = tmp_path / "bad.csv"
@@ -111,7 +111,7 @@ def test_each_student_gets_full_marks_on_their_numbers_and_a_borrowed_handout_is
                for s in ("1001", lender, borrower)}
     for student, result in results.items():
         assert full_marks(result), (student, result["exercises"])
-        assert result["numbers"] == variants.numbers_for(lesson, student, variants.seeds.course_secret())
+        assert result["numbers"] == draw.numbers_for(lesson, student, draw.course_secret())
     assert results["1001"]["numbers"] != results[lender]["numbers"]
     note = " ".join(results[borrower]["notes"])
     assert "holds the numbers of another handout" in note and f"graded on {borrower}'s own numbers" in note
@@ -133,7 +133,7 @@ def test_a_students_self_check_uses_the_figures_of_their_own_handout(tmp_path, c
                .metadata["grader"]["public"] != variants.public_figures(lesson, variants.defaults(lesson)))
     path = write(_filled(nbformat.read(tmp_path / "handouts" / f"{own}.ipynb", as_version=4)), tmp_path / "mine.ipynb")
     own_course("student")  # a student's machine: no secret, no record of per-student lessons
-    assert not variants.enabled(LESSON)
+    assert not draw.enabled(LESSON)
     result = grading.grade(path, LESSON, grading.Options(public_only=True)).to_dict()
     assert {e["id"]: e["status"] for e in result["exercises"]} == {ex.id: "passed" for ex in lesson.exercises}
 
@@ -157,9 +157,10 @@ def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monk
 
     graded = []
 
-    def grade(path, lesson_id, options):  # stands in for a kernel run: the reference passes, the bare handout not
+    def grade(path, lesson_id, options, student, chosen):  # stands in for a kernel run: the reference passes, the bare handout not
         book = nbformat.read(path, as_version=4)
-        graded.append((Path(path).name, options.variant, variants.found_numbers(catalog.get(lesson_id), book)[1]))
+        numbers = chosen.numbers if isinstance(chosen, draw.Draw) else None
+        graded.append((Path(path).name, numbers, variants.found_numbers(catalog.get(lesson_id), book)[1]))
         passes = "reference" in str(path) and "scaffold" not in str(path)
         return GradeResult(status="graded", lesson=lesson_id, student="x", exercises=(
             ExerciseResult("burst", "passed" if passes else "failed", float(passes), 1.0, "simulated", ()),))
@@ -183,12 +184,12 @@ def test_a_renamed_handout_is_graded_on_its_owners_numbers_and_the_reports_repla
     CliRunner().invoke(cli.main, ["release", LESSON, "--variants", "--roster", str(course), "--out",
                                   str(tmp_path / "handouts")])
     lesson = catalog.get(LESSON)
-    secret = variants.seeds.course_secret()
-    owner = next(s for s in STUDENTS if variants.numbers_for(lesson, s, secret) != variants.defaults(lesson))
+    secret = draw.course_secret()
+    owner = next(s for s in STUDENTS if draw.numbers_for(lesson, s, secret) != variants.defaults(lesson))
     book = _filled(nbformat.read(tmp_path / "handouts" / f"{owner}.ipynb", as_version=4))
     renamed = write(book, tmp_path / f"babbageben_{owner}_55502_{owner}.ipynb")  # the platform's name for the file
     result = grading.grade(renamed, LESSON, grading.Options()).to_dict()
-    assert result["student"] == owner and result["numbers"] == variants.numbers_for(lesson, owner, secret)
+    assert result["student"] == owner and result["numbers"] == draw.numbers_for(lesson, owner, secret)
     assert full_marks(result) and not any("another handout" in n for n in result["notes"])
     assert any(f"graded as {owner}, whose handout this is" in n for n in result["notes"])
     edited = copy.deepcopy(book)  # a handout whose name was edited into another student's is nobody's

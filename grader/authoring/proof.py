@@ -22,7 +22,7 @@ import nbformat
 from grader import grading
 from grader.base.options import Options
 from grader.intake import load
-from grader.lesson import catalog, mistakes, releases
+from grader.lesson import catalog, draw as drawing, mistakes, releases
 from grader.run import probe
 from grader.run.cells import SKIPPED
 
@@ -71,7 +71,7 @@ def scores_by_seed(lesson: catalog.Lesson, path: Path, seeds: tuple[int, ...],
     merged = [probe.ExercisePlan(plan.exercise_id, plan.needs, plan.cases[:public[plan.exercise_id]] + tuple(
         case for plans in per_seed.values() for case in plans[index].cases[public[plan.exercise_id]:]))
         for index, plan in enumerate(per_seed[seeds[0]])]
-    ran = grading.run_submission(lesson, submission, merged, options, grading.hash_seed_for(options, seeds[0]))
+    ran = grading.run_submission(lesson, submission, merged, options, drawing.hash_seed_for(None, seeds[0]))
     probes = {plan.exercise_id: probe.collect(plan, ran.executed.tail.get(plan.exercise_id, SKIPPED), ran.nonce,
                                               options.limits.probe_payload_bytes) for plan in merged}
     scores: dict[int, dict[str, float]] = {}

@@ -18,8 +18,9 @@ from grader.base import spelling
 from grader.base.errors import GraderError
 from grader.grading import Options, grade
 from grader.judge import expectations, matching
-from grader.lesson import catalog, handout, mistakes, staff_code
+from grader.lesson import catalog, draw as drawing, handout, mistakes, staff_code
 from grader.lesson.cases import AskReference, Stated
+from grader.lesson.draw import Draw, Given
 from grader.result import variants
 from grader.result.record import GradeResult
 from grader.run import decoded
@@ -42,7 +43,7 @@ class Validation:
 
 
 def validate(lesson_id: str, options: Options = Options(), workdir: str | Path | None = None,
-             draws: int = len(authored.DRAWN), seeds: int = len(proof.SEEDS)) -> Validation:
+             draws: int = len(authored.DRAWN), seeds: int = len(proof.SEEDS), given: Given = Given()) -> Validation:
     """Prove a lesson sound: the course staff's code loads, stated figures agree with the reference, the reference
     earns full marks and the bare scaffold zero points, the committed solution notebook is current, the reference
     answers every hidden case of `draws` draws as each case says it should, and every mistake the lesson declares
@@ -53,7 +54,7 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
         solution = Path(tmp) / "reference.ipynb"
         nbformat.write(handout.solution_notebook(lesson), str(solution))
         scaffold_path = handout.release(lesson.id, tmp)
-        ref, bare = (_graded(path, lesson.id, options) for path in (solution, scaffold_path))
+        ref, bare = (_graded(path, lesson.id, options, given) for path in (solution, scaffold_path))
     problems += reference_problems(ref)
     for e in bare.exercises:
         if e.status == "passed" or e.score > 0:
@@ -66,10 +67,10 @@ def validate(lesson_id: str, options: Options = Options(), workdir: str | Path |
     return Validation(lesson.id, ref, bare, tuple(problems), caught)
 
 
-def _graded(path: Path, lesson_id: str, options: Options) -> GradeResult:
+def _graded(path: Path, lesson_id: str, options: Options, given: Given | Draw) -> GradeResult:
     """A grade of the lesson's own notebook; a reference that cannot answer the lesson's cases is one line."""
     try:
-        return grade(path, lesson_id, options)
+        return grade(path, lesson_id, options, None, given)
     except RuntimeError as err:  # the judge asked the reference, and it raised: the lesson's fault, said as such
         raise GraderError(f"{err}: the reference in {catalog.get(lesson_id).solutions / 'answers.py'} cannot answer "
                           "the lesson's own case; fix it, then validate again") from None
@@ -183,8 +184,8 @@ def _variants(lesson: catalog.Lesson, options: Options, workdir: str | Path | No
     answers = handout.answer_cells(lesson) if lesson.variants else {}
     for draw in range(VARIANT_DRAWS if lesson.variants else 0):
         student = f"validate-{draw + 1}"
-        numbers = variants.numbers_for(lesson, student, None)
-        own = dataclasses.replace(options, variant=tuple(sorted(numbers.items())))
+        own = drawing.decide(lesson, student, secret=None, per_student=True)  # their numbers, drawn without a secret
+        numbers = own.own_numbers() or {}
         bare_book = variants.student_handout(lesson, student, None)
         filled = copy.deepcopy(bare_book)
         for cell in filled.cells:
@@ -193,7 +194,8 @@ def _variants(lesson: catalog.Lesson, options: Options, workdir: str | Path | No
         with tempfile.TemporaryDirectory(dir=workdir) as tmp:
             nbformat.write(filled, str(Path(tmp) / "reference.ipynb"))
             nbformat.write(bare_book, str(Path(tmp) / "scaffold.ipynb"))
-            ref, bare = (grade(Path(tmp) / name, lesson.id, own) for name in ("reference.ipynb", "scaffold.ipynb"))
+            ref, bare = (_graded(Path(tmp) / name, lesson.id, options, own) for name in ("reference.ipynb",
+                                                                                         "scaffold.ipynb"))
         shown = variants.shown(numbers)
         problems += [f"reference fails {e.id} with the numbers {shown}: {'; '.join(e.messages[:2])}"
                      for e in ref.exercises if e.status != "passed"]

@@ -18,14 +18,11 @@ MAX_SEED = 2**53 - 1
 
 @dataclass(frozen=True)
 class Options:
-    """How to grade. Precedence: CLI flags > these fields > `Limits` defaults."""
+    """How to grade, whoever is graded. Precedence: CLI flags > these fields > `Limits` defaults. What one student
+    meets (their seeds, numbers and handout key) is their draw (lesson/draw.py), not an option."""
 
     limits: Limits = Limits()
     """Time, memory and output bounds."""
-    seed: int | None = None
-    """Seed for hidden cases; None derives the student's own (seeds.py; recorded in the result)."""
-    seed_from: str = "given"
-    """Where a given `seed` came from, as the result records it (a batch derives each student's in its parent)."""
     public_only: bool = False
     """Only the public checks (`grader check`): no hidden cases, no reference needed."""
     sandbox: str = "auto"
@@ -36,15 +33,7 @@ class Options:
     """How many grades ran concurrently (recorded with the measurements)."""
     zygote: bool = False
     """Fork each single-use kernel from a warm zygote (batch grading); bubblewrap only."""
-    hash_seed: int | None = None
-    """The kernel's PYTHONHASHSEED; None derives it from `seed` (a batch draws one for all its kernels)."""
     device: str = "cpu"
     """JAX backend for the kernel: `cpu`, `gpu`, `tpu` or `auto` (what JAX finds)."""
-    variant: tuple[tuple[str, float], ...] | None = None
-    """The student's own numbers, decided by a batch's parent (so cluster workers need no course secret); None
-    derives them where the course turned variants on for the lesson (variants.py), else the seed's."""
-    handout_key: str | None = None
-    """The key a lesson's handouts are marked with (variants.handout_key), decided by a batch's parent so that its
-    workers need no course secret; None derives it where the grade runs."""
     device_fallback: bool = False
     """Grade on the CPU when the requested device is absent (else refuse, saying so)."""

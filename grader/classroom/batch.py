@@ -35,12 +35,13 @@ from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
 from grader.classroom import certs, review_join, review_store
 from grader.classroom.batch_folder import BatchFolder, Recorded, digest, entry_digest
-from grader.classroom.worker import grade_one, prepare
+from grader.classroom.worker import Draws, grade_one, prepare
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
-from grader.lesson import catalog
+from grader.lesson import catalog, draw as drawing
+from grader.lesson.draw import Draw, Given
 from grader.report import finish, render_text
-from grader.result import gradebook, record, regrade as regrades, seeds, sign, variants
+from grader.result import gradebook, record, regrade as regrades, sign
 from grader.result.parts import Submitted
 from grader.result.record import GradeResult
 
@@ -90,6 +91,8 @@ class Request:
     """Grade every submission again, each with its recorded seeds (regrade.py), and say what changed."""
     force: bool = False
     """Regrade even where validate.before_regrade objects."""
+    given: Given = Given()
+    """What the command line fixes of every student's draw (`--seed`, and the template's `--hash-seed`)."""
     progress: bool = True
     began: float | None = None
     """When the command started (monotonic clock), so the summary's time counts its start-up too."""
@@ -122,16 +125,19 @@ class _Plan:
     signing: bool
     regrading: str | None = None
     """The regrade under way (gradebook.Gradebook.start_regrade), or None."""
-    per_student: dict[str, Options] = field(default_factory=dict)
-    """Each student's options: their own seed (a regrade's recorded one) and numbers (variants.own_options)."""
+    per_student: dict[str, tuple[Options, Draw]] = field(default_factory=dict)
+    """Each student's draw (their seeds, a regrade's recorded ones, and numbers), and how to run it (worker.Draws)."""
     untrusted: list[str] = field(default_factory=list)
     """Students a regrade grades with freshly derived seeds: their recorded ones could not be trusted."""
     tls: Path | None = None
     """The course's cluster certificates (a `--scheduler` batch)."""
+    hash_seed: int = 0
+    """The template's hash seed: every kernel it forks has it (a regrade's student whose recorded one differs runs a
+    kernel of their own)."""
 
 
 def _plan(folder: str | Path, lesson: catalog.Lesson, out: BatchFolder, jobs: int | None, options: Options,
-          scheduler: str | None, regrade: bool, force: bool = False) -> _Plan:
+          scheduler: str | None, regrade: bool, force: bool = False, given: Given = Given()) -> _Plan:
     found = layouts.read(folder, out.unpacked)
     out.make()
     signing = sign.signing_key() is not None  # checked now (a bad key stops the batch before any grade)
@@ -149,16 +155,15 @@ def _plan(folder: str | Path, lesson: catalog.Lesson, out: BatchFolder, jobs: in
         refuse_without_isolation(options)
     # One hash seed for the whole batch: the warm template's interpreter fixes it for every kernel it forks
     # (a cluster's workers fork from templates of their own, cluster.TemplatePlugin, with this one too).
-    hash_seed = seeds.batch_hash_seed_for(lesson.id, options.hash_seed, regrades.batch_hash_seed(recorded))
-    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))), hash_seed=hash_seed)
-    secret = seeds.course_secret()
-    on = variants.enabled(lesson.id)  # the course secret and its record read once, not once per student
-    per_student = {e.student: variants.own_options(lesson, regrades.options_for(options, recorded.get(e.student)),
-                                                   e.student, secret, on) for e in todo}
+    hash_seed = drawing.batch_hash_seed_for(lesson.id, given.hash_seed, regrades.batch_hash_seed(recorded))
+    given = replace(given, hash_seed=hash_seed)
+    options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))))
+    draws = Draws(lesson, options, given)  # the course secret and its record read once, not once per student
+    per_student = {e.student: draws.of(e.student, recorded.get(e.student)) for e in todo}
     if todo and scheduler is None:
-        prepare(lesson, options)
+        prepare(lesson, options, hash_seed)
     return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student,
-                 [e.student for e in todo if e.student in untrusted])
+                 [e.student for e in todo if e.student in untrusted], hash_seed=hash_seed)
 
 
 def run(request: Request) -> Summary:
@@ -173,7 +178,7 @@ def run(request: Request) -> Summary:
     with _removed_if_refused(out.root):
         out.claim()  # one course per batch folder
         plan = replace(_plan(request.submissions, lesson, out, request.jobs, request.options, scheduler,
-                             request.regrade, request.force), tls=request.tls)
+                             request.regrade, request.force, request.given), tls=request.tls)
         if roster:  # kept beside the gradebook: an export finds it without --roster again
             files.write_bytes(out.roster, files.read_regular(roster, class_list.MAX_BYTES))
     counts = {"graded": 0, "rejected": 0}  # rejected includes grader failures; the rest are counted from `named`
@@ -361,7 +366,7 @@ def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tup
 
         by_path = {str(entry.paths[0]): entry for entry in todo}
         for path, graded in cluster.results(scheduler, [(e.paths[0], e.student) for e in todo], lesson_id, options,
-                                            plan.per_student, plan.tls):
+                                            plan.per_student, plan.hash_seed, plan.tls):
             yield by_path[str(path)], graded
         return
     # Even one job runs in a worker process: there nbclient's own SIGINT handler (it shuts the kernel down under
@@ -375,8 +380,8 @@ def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tup
     pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent)
     try:
         futures: dict[cf.Future[finish.Graded], layouts.Entry] = {
-            pool.submit(grade_one, str(entry.paths[0]), lesson_id, plan.per_student.get(entry.student, options),
-                        entry.student): entry
+            pool.submit(grade_one, str(entry.paths[0]), lesson_id, plan.per_student[entry.student][0], entry.student,
+                        plan.per_student[entry.student][1]): entry
             for entry in todo}
         for future in cf.as_completed(list(futures)):
             entry = futures.pop(future)  # a finished future holds its whole result: let it go

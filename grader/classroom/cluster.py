@@ -32,6 +32,7 @@ from grader.classroom import certs
 from grader.classroom.worker import grade_one, prepare
 from grader.intake import load
 from grader.lesson import catalog
+from grader.lesson.draw import Draw
 from grader.report import finish
 from grader.result.record import INTERNAL_ERROR
 
@@ -52,9 +53,10 @@ class TemplatePlugin(WorkerPlugin):
 
     name = PLUGIN
 
-    def __init__(self, lesson_id: str, options: Options) -> None:
+    def __init__(self, lesson_id: str, options: Options, hash_seed: int) -> None:
         self.lesson_id = lesson_id
         self.options = options
+        self.hash_seed = hash_seed
 
     def setup(self, worker: Any = None) -> None:
         """Runs in each worker process, now and whenever one (re)starts; never blocks the worker's event loop.
@@ -65,7 +67,7 @@ class TemplatePlugin(WorkerPlugin):
 
     def _prepare(self) -> None:
         try:
-            prepare(catalog.get(self.lesson_id), self.options)
+            prepare(catalog.get(self.lesson_id), self.options, self.hash_seed)
         except Exception:
             pass
 
@@ -82,8 +84,8 @@ class TemplatePlugin(WorkerPlugin):
         zygote.stop_shared()
 
 
-def grade_bytes(name: str, data: bytes, lesson_id: str, options: Options,
-                student: str | None = None) -> finish.Graded:
+def grade_bytes(name: str, data: bytes, lesson_id: str, options: Options, student: str,
+                chosen: Draw) -> finish.Graded:
     """Worker side: write the submission to a private temp dir and grade it (once the worker's preparation,
     if one is under way, has finished: its template is the one every kernel is forked from)."""
     if _PREPARING is not None:
@@ -91,7 +93,7 @@ def grade_bytes(name: str, data: bytes, lesson_id: str, options: Options,
     with tempfile.TemporaryDirectory(prefix="grader-task-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(data)
-        return grade_one(path, lesson_id, options, student)
+        return grade_one(path, lesson_id, options, student, chosen)
 
 
 def lost(path: Path, lesson_id: str, student: str, err: BaseException) -> finish.Graded:
@@ -133,11 +135,11 @@ def _refuse_unguarded(client: Any, address: str) -> None:
 
 
 def results(address: str, todo: list[tuple[Path, str]], lesson_id: str, options: Options,
-            per_student: dict[str, Options] | None = None,
+            per_student: dict[str, tuple[Options, Draw]], hash_seed: int,
             tls: Path | None = None) -> Iterator[tuple[Path, finish.Graded]]:
-    """Submit every submission to the scheduler at `address` (`tls://` with the course's certificates in `tls`;
-    with its student's own options, where a regrade gives them); yield results as they finish."""
-    per_student = per_student or {}
+    """Submit every submission to the scheduler at `address` (`tls://` with the course's certificates in `tls`),
+    each with its student's draw (decided here, in the parent: the workers never see the course secret) and how to
+    run it; the workers' templates start with `hash_seed`. Yield results as they finish."""
     certs.check_address(address, tls)
     try:
         from distributed import Client, as_completed
@@ -150,7 +152,7 @@ def results(address: str, todo: list[tuple[Path, str]], lesson_id: str, options:
                           f"{str(err)[:200]}") from None
     with client:
         _refuse_unguarded(client, address)
-        client.register_plugin(TemplatePlugin(lesson_id, options), name=PLUGIN)
+        client.register_plugin(TemplatePlugin(lesson_id, options, hash_seed), name=PLUGIN)
         futures, sent = {}, {}
         for path, student in todo:
             try:
@@ -158,8 +160,8 @@ def results(address: str, todo: list[tuple[Path, str]], lesson_id: str, options:
             except OSError as err:
                 yield path, lost(path, lesson_id, student, err)
                 continue
-            future = client.submit(grade_bytes, path.name, data, lesson_id, per_student.get(student, options), student,
-                                   pure=False)
+            run_as, chosen = per_student[student]
+            future = client.submit(grade_bytes, path.name, data, lesson_id, run_as, student, chosen, pure=False)
             futures[future], sent[future] = (path, student), digest
         for future in as_completed(futures):
             path, student = futures.pop(future)

@@ -17,9 +17,9 @@ from typing import Any
 from grader.base import files
 from grader.base.errors import GraderError
 from grader.intake import layouts
-from grader.lesson import catalog, course, folders
+from grader.lesson import catalog, course, draw, folders
 from grader.report.platform_results import gradescope_results
-from grader.result import record, seeds, variants
+from grader.result import record
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope calls this once per submission. AUTOGRADER_ROOT and GRADER_PYTHON exist for tests only.
@@ -73,9 +73,9 @@ def bundle(lesson_id: str, target: Path) -> Path:
         # the autograder is the course's own grading machine: it takes the course's secret (root only there) and
         # whether the course grades this lesson per student, and nothing else of its private state (no key)
         f"course/{course.COURSE_FILE}": _course_toml(lesson.id)}
-    secret = seeds.course_secret()
+    secret = draw.course_secret()
     if secret is not None:
-        entries[f"course/{course.PRIVATE}/{seeds.SECRET_NAME}"] = secret + b"\n"
+        entries[f"course/{course.PRIVATE}/{draw.SECRET_NAME}"] = secret + b"\n"
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".typed"):
             entries[f"grader-src/grader/{path.relative_to(package)}"] = path
@@ -108,7 +108,7 @@ def _course_toml(lesson_id: str) -> bytes:
     """The course.toml of the bundle: the course's name and zone, and whether it grades the lesson per student."""
     here = course.current()
     return (f"name = {json.dumps(here.name or 'course')}\ntimezone = {json.dumps(here.timezone)}\n"
-            f"[lessons.{json.dumps(lesson_id)}]\nvariants = {'true' if variants.enabled(lesson_id) else 'false'}\n"
+            f"[lessons.{json.dumps(lesson_id)}]\nvariants = {'true' if draw.enabled(lesson_id) else 'false'}\n"
             ).encode()
 
 

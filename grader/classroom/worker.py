@@ -1,5 +1,6 @@
-"""A batch's worker: what the parent does once before its workers fork (`prepare`), and the task each worker runs
-per submission (`grade_one`): the spine's grade, then its reports drawn, never an exception.
+"""A batch's worker: what the parent does once before its workers fork (`prepare`), each student's draw as the
+parent decides it (`Draws`), and the task each worker runs per submission (`grade_one`): the spine's grade on that
+draw, then its reports drawn, never an exception.
 
 Local workers (batch.py) and a cluster's (cluster.py) run the same task; the
 Gradescope container runs it for its one submission.
@@ -11,6 +12,7 @@ import dataclasses
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from grader import grading
 from grader.base import host
@@ -18,13 +20,31 @@ from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.intake import load
 from grader.kernel import warm_start
-from grader.lesson import catalog, folders, handout, staff_code
+from grader.lesson import catalog, draw as drawing, folders, handout, staff_code
 from grader.report import finish
+from grader.result import regrade as regrades
 from grader.result.record import INTERNAL_ERROR
 from grader.run import probe
 
 
-def prepare(lesson: catalog.Lesson, options: Options) -> None:
+class Draws:
+    """Each student's draw as a class's parent decides it (a batch's, a service's lesson host), so that its workers
+    and a cluster's never read the course secret: read once here, with whether the course grades the lesson per
+    student; `given` is what the command line fixes, with the class's template hash seed."""
+
+    def __init__(self, lesson: catalog.Lesson, options: Options, given: drawing.Given) -> None:
+        self.lesson, self.options, self.given = lesson, options, given
+        self.secret = drawing.course_secret()
+        self.per_student = drawing.enabled(lesson.id)
+
+    def of(self, student: str, recorded: dict[str, Any] | None = None) -> tuple[Options, drawing.Draw]:
+        """(how to run it, the draw) for one student; `recorded`: their result a regrade replays."""
+        options, given = regrades.replayed(self.options, self.given, recorded)
+        return options, drawing.decide(self.lesson, student, given, public_only=options.public_only,
+                                       secret=self.secret, per_student=self.per_student)
+
+
+def prepare(lesson: catalog.Lesson, options: Options, hash_seed: int) -> None:
     """Do once what every grade of a batch would otherwise repeat in each worker.
 
     Fills the lesson's compilation cache if this machine has none yet, starts
@@ -34,7 +54,7 @@ def prepare(lesson: catalog.Lesson, options: Options) -> None:
     afterwards inherit all of it. Nothing here is required: a worker does
     whatever is missing itself.
     """
-    starting = warm_start.start(lesson, options)
+    starting = warm_start.start(lesson, options, hash_seed)
     if not options.public_only:
         try:
             grading.public_expectations(lesson)
@@ -56,13 +76,15 @@ def prepare(lesson: catalog.Lesson, options: Options) -> None:
             pass
 
 
-def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None) -> finish.Graded:
-    """The per-submission task of a batch (local worker or cluster): a result, never an exception."""
+def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None,
+              chosen: drawing.Draw | drawing.Given = drawing.Given()) -> finish.Graded:
+    """The per-submission task of a batch (local worker or cluster), on the student's draw: a result, never an
+    exception."""
     import traceback
 
     started = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the host
     try:
-        result = grading.grade(path, lesson_id, options, student)
+        result = grading.grade(path, lesson_id, options, student, chosen)
     except GraderError as err:
         result = grading.rejected(path, str(err), lesson_id, student)
     except Exception as err:  # a grader bug must not stop the class; it is recorded loudly

@@ -15,7 +15,7 @@ from grader.kernel import compile_cache, devices, launch, sandbox, zygote
 from grader.lesson import catalog
 
 
-def start(lesson: catalog.Lesson, options: Options) -> zygote.Zygote | None:
+def start(lesson: catalog.Lesson, options: Options, hash_seed: int) -> zygote.Zygote | None:
     """Start the lesson's template in the background (None where a batch would fork no kernels from one).
 
     The template starts before the sandbox's trial runs (sandbox.plan, about a
@@ -23,7 +23,7 @@ def start(lesson: catalog.Lesson, options: Options) -> zygote.Zygote | None:
     runs only the course's code, and is stopped again where the trial finds no
     working sandbox. A machine without the lesson's compilation cache fills it
     first, once, and only where the trial passed. The template's hash seed is
-    `options.hash_seed`: decide it before calling.
+    `hash_seed`: decide it before calling.
     """
     if not options.zygote or options.device != "cpu":  # an accelerator's state does not survive a fork
         return None
@@ -37,7 +37,7 @@ def start(lesson: catalog.Lesson, options: Options) -> zygote.Zygote | None:
                 return None
             cache = compile_cache.ensure(lesson, device)
         template = zygote.start_shared(options.limits, devices.KernelStart(
-            options.hash_seed or 0, device, lesson.warm_imports, cache, _warm_sources(lesson)))
+            hash_seed, device, lesson.warm_imports, cache, _warm_sources(lesson)))
         if _sandboxed(options):
             return template
     except GraderError:  # each grade then says why

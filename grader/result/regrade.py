@@ -22,7 +22,7 @@ from typing import Any
 
 from grader.base import escape, files, spelling
 from grader.base.options import MAX_HASH_SEED, MAX_SEED, Options
-from grader.result import seeds
+from grader.lesson.draw import Given
 
 DIGESTS = ("lesson", "reference", "submission")
 
@@ -40,7 +40,7 @@ def trusted(recorded: dict[str, dict[str, Any]], public_key: Any = None) -> tupl
     for student, data in recorded.items():
         if data.get("status") != "graded":
             continue
-        bounded = seeds.trusted(data.get("seed"), MAX_SEED) and seeds.trusted(data.get("hash_seed"), MAX_HASH_SEED)
+        bounded = _bounded(data.get("seed"), MAX_SEED) and _bounded(data.get("hash_seed"), MAX_HASH_SEED)
         intact = public_key is None or sign.check(data, public_key)[0] == "intact"
         if bounded and intact:
             kept[student] = data
@@ -55,18 +55,19 @@ def batch_hash_seed(recorded: dict[str, dict[str, Any]]) -> int | None:
     return seeds.most_common(1)[0][0] if seeds else None
 
 
-def options_for(options: Options, recorded: dict[str, Any] | None) -> Options:
-    """A student's options for the regrade: their recorded seeds; a kernel of its own when their hash seed is not
-    the template's."""
+def replayed(options: Options, base: Given, recorded: dict[str, Any] | None) -> tuple[Options, Given]:
+    """A student's part of a regrade: what their recorded result fixes of their draw (its seeds, over `base`, the
+    class's: the template's hash seed), and how to run it (a kernel of its own, not one forked from the template,
+    when their hash seed is not the template's)."""
     if not recorded or recorded.get("status") != "graded":
-        return options
+        return options, base
     seed, hash_seed = recorded.get("seed"), recorded.get("hash_seed")
-    changes: dict[str, Any] = {}
-    if isinstance(seed, int):
-        changes.update(seed=seed, seed_from=str(recorded.get("seed_from") or "given"))
-    if isinstance(hash_seed, int) and hash_seed != options.hash_seed:
-        changes.update(hash_seed=hash_seed, zygote=False)
-    return dataclasses.replace(options, **changes)
+    given = Given(seed, str(recorded.get("seed_from") or "given"), base.hash_seed) if isinstance(seed, int) else base
+    if isinstance(hash_seed, int):
+        given = dataclasses.replace(given, hash_seed=hash_seed)
+    if given.hash_seed != base.hash_seed:
+        options = dataclasses.replace(options, zygote=False)
+    return options, given
 
 
 @dataclass(frozen=True)
@@ -132,3 +133,8 @@ def write_csv(moved: list[Change], path: str | Path, names: dict[str, str] | Non
     rows += [[c.student, names.get(c.student, ""), _score(c.before), _score(c.after), c.max_score,
               "; ".join(c.exercises), ", ".join(c.digests), c.graded_before, c.graded_after] for c in moved]
     files.write_text(path, escape.csv_text(rows))
+
+
+def _bounded(value: object, largest: int) -> bool:
+    """Whether a recorded seed is one `--seed` would take: an int (not a bool) in 0..largest."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= largest

@@ -24,7 +24,7 @@ from typing import Any
 from grader.base import files, host, notices
 from grader.base.errors import GraderError
 from grader.base.shapes import mapping
-from grader.lesson import catalog, course
+from grader.lesson import catalog, course, draw
 
 KEY_NAME = "course.key"
 PUBLIC_NAME = "course.pub"
@@ -310,3 +310,23 @@ def check(data: Any, key: Any) -> tuple[str, str]:
     now = _field_digests(data, form)
     changed = sorted(k for k in set(now) | set(stored) if now.get(k) != stored.get(k))
     return "altered", ("field " + ", ".join(changed)) if changed else "the signed fields or their digests"
+
+
+def init_course(folder: Path | None) -> list[str]:
+    """`grader keys init`: the course key pair and the course secret in `folder` (default: the course's private
+    folder, 0700); where the key exists already, only a missing secret is made. What was made, in lines for the
+    instructor."""
+    where = Path(folder) if folder else default_folder()
+    try:
+        key_path, pub_path = init(where)
+    except KeyProblem:
+        made = draw.make_secret(where) if (where / KEY_NAME).exists() else None
+        if made is None:
+            raise
+        return [f"{made} (the course secret, added beside the existing key: hidden cases are drawn from it; "
+                "back it up, never share it)"]
+    secret = draw.make_secret(where)
+    return [f"{key_path} (private: back it up, never share it)", f"{pub_path} (public: give it to whoever verifies)",
+            *([f"{secret} (the course secret: hidden cases are drawn from it; back it up, never share it)"]
+              if secret else []),
+            f"fingerprint {fingerprint(public_key(pub_path))}"]

@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.lesson import catalog, course
-from grader.result import seeds, sign, variants
+from grader.lesson import catalog, course, draw
+from grader.result import sign
 
 
 @dataclass(frozen=True)
@@ -65,20 +65,20 @@ def describe() -> CourseState:
     if private is not None and private.is_dir():
         mode = oct(private.stat().st_mode & 0o777)[2:].zfill(4)
     key = sign.key_path()
-    secret = seeds.secret_path()
+    secret = draw.secret_path()
     pieces = [Piece("signing key", key if key and key.is_file() else None, _whose(key, private, "GRADER_KEY"),
                     sign.fingerprint(sign.signing_key()) if key and key.is_file() else "grader keys init makes one"),
               Piece("secret of the hidden cases", secret if secret.is_file() else None,
                     _whose(secret, private, "GRADER_SECRET"),
                     "" if secret.is_file() else "grader keys init makes one; without it seeds come from the lesson "
                     "and the student alone"),
-              Piece("lessons released per student", variants.record_path(), "the course's" if variants.released()
-                    else "none", ", ".join(variants.released()))]
-    released = set(variants.released())
+              Piece("lessons released per student", draw.record_path(), "the course's" if draw.released()
+                    else "none", ", ".join(draw.released()))]
+    released = set(draw.released())
     lines = []
     for lesson_id in catalog.available():
         policy = here.policy(lesson_id)
-        on = variants.enabled(lesson_id)
+        on = draw.enabled(lesson_id)
         why = ("course.toml says so" if policy.variants is not None
                else "released with --variants" if lesson_id in released else "not released per student")
         lines.append(LessonLine(lesson_id, policy.describe(here.timezone), on, why))

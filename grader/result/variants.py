@@ -9,7 +9,7 @@ writes each student's handout with their numbers. Without them every student
 gets the seed's numbers and is graded on them.
 
 A student's numbers are drawn from the course secret, the lesson and the
-student's id, again at every grade, never read from the notebook: a notebook
+student's id (lesson/draw.py), again at every grade, never read from the notebook: a notebook
 carrying another student's numbers runs its owner's variant cell in place of
 its own (recognised by what it assigns, not by ids) and its report says whose
 handout it was. Public figures that depend on the numbers (`varies = true`)
@@ -33,39 +33,9 @@ import numpy as np
 
 from grader.base import files, syntax
 from grader.base.errors import GraderError, SubmissionRejected
-from grader.base.options import Options
 from grader.judge import expectations
-from grader.lesson import catalog, course, handout, staff_code
+from grader.lesson import catalog, course, draw, handout, staff_code
 from grader.lesson.cases import AskReference, Stated
-from grader.result import seeds
-
-RECORD_NAME = "variants.json"
-
-
-def record_path() -> Path | None:
-    """Where the course records which lessons it released per student: its private folder (None without a course)."""
-    private = course.current().private
-    return private / RECORD_NAME if private is not None else None
-
-
-def released() -> list[str]:
-    """The lessons this course released per student (`release --variants`), from its private record."""
-    path = record_path()
-    if path is None:
-        return []
-    try:
-        data = json.loads(files.read_regular(path, 1 << 20))
-    except (OSError, ValueError):
-        return []
-    found = data.get("lessons") if isinstance(data, dict) else None
-    return sorted(str(i) for i in found) if isinstance(found, list) else []
-
-
-def enabled(lesson_id: str) -> bool:
-    """Whether this course grades the lesson per student: course.toml's `variants` where it says, else whether the
-    course released it with --variants. Another course's choice never counts here."""
-    said = course.current().policy(lesson_id).variants
-    return said if said is not None else lesson_id in released()
 
 
 def enable(lesson: catalog.Lesson) -> Path:
@@ -76,31 +46,14 @@ def enable(lesson: catalog.Lesson) -> Path:
     if here.policy(lesson.id).variants is False:
         raise GraderError(f"{here.root / course.COURSE_FILE if here.root else 'course.toml'} says variants = false "
                           f"for {lesson.id}: every student is graded on the seed's numbers; set it to true first")
-    path = course.private_folder(here) / RECORD_NAME
-    known = sorted(set(released()) | {lesson.id})
+    path = course.private_folder(here) / draw.RECORD_NAME
+    known = sorted(set(draw.released()) | {lesson.id})
     return files.write_text(path, json.dumps({"lessons": known}, indent=1) + "\n", private=True)
 
 
 def defaults(lesson: catalog.Lesson) -> dict[str, float]:
     """The seed's numbers (each variant's first choice)."""
     return handout.seed_numbers(lesson)
-
-
-def numbers_for(lesson: catalog.Lesson, student: str, secret: bytes | None) -> dict[str, float]:
-    """A student's numbers: each drawn from its choices by an HMAC of the lesson, the student and its name."""
-    drawn = {}
-    for name, choices in lesson.variants:
-        message = "\0".join(("inference-grader variant", lesson.id, student, name)).encode("utf-8", "surrogateescape")
-        digest = hmac.new(secret or b"inference-grader: no course secret", message, hashlib.sha256).digest()
-        drawn[name] = choices[int.from_bytes(digest[:8], "big") % len(choices)]
-    return drawn
-
-
-def graded_numbers(lesson: catalog.Lesson, student: str) -> dict[str, float] | None:
-    """The numbers a grade uses: the student's own where the course turned variants on, else None (the seed's)."""
-    if not lesson.variants or not enabled(lesson.id):
-        return None
-    return numbers_for(lesson, student, seeds.course_secret())
 
 
 def found_numbers(lesson: catalog.Lesson, notebook: Any) -> tuple[int | None, dict[str, float]]:
@@ -155,18 +108,16 @@ def refuse_elsewhere(lesson: catalog.Lesson, notebook: Any, name: str) -> None:
         f"[lessons.{lesson.id}] variants = true in its course.toml")
 
 
-def own_numbers(lesson: catalog.Lesson, notebook: Any, student: str, name: str,
-                options: Options) -> tuple[Any, dict[str, float] | None, dict[str, float]]:
-    """(the notebook to run, the numbers it is graded on, the numbers it held): the student's own where the course
-    grades the lesson per student (their variant cell set to them), else the seed's (None); a per-student handout
-    graded where the course does not vary the lesson is refused, never graded on numbers nobody handed out."""
-    numbers = dict(options.variant) if options.variant is not None else graded_numbers(lesson, student)
+def own_numbers(lesson: catalog.Lesson, notebook: Any, numbers: dict[str, float] | None, name: str,
+                public_only: bool) -> tuple[Any, dict[str, float]]:
+    """(the notebook to run, the numbers it held): where the student's draw has numbers of their own, the notebook's
+    variant cell set to them; else (the seed's) a per-student handout graded where the course does not vary the
+    lesson is refused, never graded on numbers nobody handed out."""
     if numbers is None:
-        if not options.public_only:
+        if not public_only:
             refuse_elsewhere(lesson, notebook, name)
-        return notebook, None, {}
-    notebook, held = applied(lesson, notebook, numbers)
-    return notebook, numbers, held
+        return notebook, {}
+    return applied(lesson, notebook, numbers)
 
 
 def held_elsewhere(notebook: Any, student: str, numbers: dict[str, float] | None, held: dict[str, float]) -> list[str]:
@@ -216,24 +167,17 @@ def student_handout(lesson: catalog.Lesson, student: str, secret: bytes | None) 
     """One student's handout: their numbers in the text (the figures it quotes computed for them) and the variant
     cell, their public figures in its metadata (for the self-check), and whose it is, bound to the course (its
     owner mark: an HMAC under the course secret that no one can move to another student's id)."""
-    numbers = numbers_for(lesson, student, secret)
+    numbers = draw.numbers_for(lesson, student, secret)
     figures = public_figures(lesson, numbers)
     notebook = handout.scaffold(lesson, numbers, figures)
     notebook.metadata["grader"].update(student=student, owner=owner_mark(lesson.id, student, secret), public=figures)
     return notebook
 
 
-def handout_key(lesson_id: str, secret: bytes | None) -> str:
-    """The key a lesson's handouts are marked with, derived from the course secret (a batch hands it to its workers,
-    which never see the secret itself)."""
-    message = "\0".join(("inference-grader handout key", lesson_id)).encode("utf-8", "surrogateescape")
-    return hmac.new(secret or b"inference-grader: no course secret", message, hashlib.sha256).hexdigest()
-
-
 def owner_mark(lesson_id: str, student: str, secret: bytes | None, key: str | None = None) -> str:
     """What binds a handout to its student in this course: an HMAC of the student's id under the lesson's handout
     key."""
-    key = key or handout_key(lesson_id, secret)
+    key = key or draw.handout_key(lesson_id, secret)
     return hmac.new(bytes.fromhex(key), student.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()[:32]
 
 
@@ -290,21 +234,6 @@ def own_figures(lesson: catalog.Lesson, ex_id: str, cases: list[catalog.Case], n
             if i in varied and f"{ex_id}/{i}" in figures else c for i, c in enumerate(cases)], None
 
 
-def own_options(lesson: catalog.Lesson, options: Options, student: str, secret: bytes | None,
-                per_student: bool) -> Options:
-    """A student's options as a batch's parent decides them (so a cluster's workers need no course secret): their
-    own hidden-case seed where none is recorded or given, and their own numbers where the course grades the lesson
-    per student (`per_student`: `enabled`, read once per batch)."""
-    if options.seed is None:
-        options = dataclasses.replace(options, seed=seeds.hidden_seed(lesson.id, student, secret),
-                                      seed_from="course secret" if secret else "lesson and student")
-    if options.handout_key is None:
-        options = dataclasses.replace(options, handout_key=handout_key(lesson.id, secret))
-    if not per_student or not lesson.variants:
-        return options
-    return dataclasses.replace(options, variant=tuple(sorted(numbers_for(lesson, student, secret).items())))
-
-
 def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[str, ...], asked: bool = True) -> str:
     """`grader release LESSON --variants`: one handout per student (`<id>.ipynb`, the id a batch matches), and the
     course's record that the lesson is graded per student; what was done, in words."""
@@ -320,9 +249,9 @@ def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[
     if not ids:
         raise GraderError("--variants needs --roster ROSTER or --student ID: whose numbers to draw")
     enable(lesson)
-    secret = seeds.course_secret()
+    secret = draw.course_secret()
     for student in ids:
         files.write_text(Path(out_dir) / f"{student}.ipynb", nbformat.writes(student_handout(lesson, student, secret)))
     return (f"{len(ids)} notebooks in {out_dir}, each with its student's own numbers; {lesson_id} is now graded per "
-            f"student (recorded in {record_path()})\nnext: hand each student their own; grade with `grader batch "
+            f"student (recorded in {draw.record_path()})\nnext: hand each student their own; grade with `grader batch "
             f"FOLDER --lesson {lesson_id} --roster ROSTER` as usual")

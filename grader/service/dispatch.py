@@ -36,11 +36,12 @@ from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.classroom import batch, review_join, review_store
 from grader.classroom.batch_folder import BatchFolder
-from grader.classroom.worker import grade_one, prepare
+from grader.classroom.worker import Draws, grade_one, prepare
 from grader.intake import roster as class_list
-from grader.lesson import catalog, course
+from grader.lesson import catalog, course, draw as drawing
+from grader.lesson.draw import Draw, Given
 from grader.report import finish
-from grader.result import record, regrade as regrades, seeds, sign, variants
+from grader.result import record, regrade as regrades, sign
 from grader.result.parts import Submitted
 from grader.service import policy
 from grader.service.jobs import Job, Outbox, Passback, Queue
@@ -73,6 +74,8 @@ class Setup:
     scheduler: str | None = None
     """The course's Dask cluster (`tls://`), with its certificates in `tls`: grades run there, not here."""
     tls: Path | None = None
+    given: Given = Given()
+    """What the command line fixes of every student's draw (`--seed`, `--hash-seed`)."""
 
 
 def received(out: BatchFolder, job: Job, body: bytes) -> Path:
@@ -143,24 +146,23 @@ def host_lesson(setup: Setup, lesson_id: str) -> None:
     """One lesson's host: prepare once, then grade its queue until idle."""
     batch.die_with_parent()
     lesson = catalog.get(lesson_id)
-    options = replace(setup.options, hash_seed=seeds.batch_hash_seed_for(lesson.id, setup.options.hash_seed),
-                      jobs_at_once=setup.jobs)
+    options = replace(setup.options, jobs_at_once=setup.jobs)
+    given = replace(setup.given, hash_seed=drawing.batch_hash_seed_for(lesson.id, setup.given.hash_seed))
     if setup.scheduler is None:
-        prepare(lesson, options)
-    _Host(setup, lesson, options).loop()
+        prepare(lesson, options, given.hash_seed or 0)
+    _Host(setup, lesson, options, given).loop()
 
 
 class _Host:
-    def __init__(self, setup: Setup, lesson: catalog.Lesson, options: Options) -> None:
+    def __init__(self, setup: Setup, lesson: catalog.Lesson, options: Options, given: Given) -> None:
         self.setup, self.lesson, self.options = setup, lesson, options
+        self.draws = Draws(lesson, options, given)  # the course secret read once, here: never by a worker
         self.queue = Queue(setup.database)
         self.out = BatchFolder(setup.out / lesson.id)
         self.out.make()
         self.out.claim()
         self.book = self.out.open_gradebook()  # the host's one connection: it records one job at a time
         self.worker = f"{setup.server}/{lesson.id}"
-        self.secret = seeds.course_secret()
-        self.per_student = variants.enabled(lesson.id)
         self.running: dict[cf.Future[finish.Graded], Job] = {}
         self.pool = self._pool()
         self.written = time.monotonic()
@@ -203,15 +205,15 @@ class _Host:
                             policy.verdicts(data))
             return
         path = received(self.out, job, self.queue.body(job.sha256))
-        options = self.options
-        if job.regrade is not None:  # the recorded seeds, as `grader batch --regrade` replays them
-            options = regrades.options_for(options, self._recorded(job.regrade).get(job.student))
-        options = variants.own_options(self.lesson, options, job.student, self.secret, self.per_student)
+        # the student's draw; a regrade's with the recorded seeds, as `grader batch --regrade` replays them
+        run_as, chosen = self.draws.of(job.student, self._recorded(job.regrade).get(job.student)
+                                       if job.regrade is not None else None)
         if self.setup.scheduler is not None:
-            future = self.pool.submit(_on_cluster, self.setup, path, self.lesson.id, options, job.student)
+            future = self.pool.submit(_on_cluster, self.setup, path, self.lesson.id, run_as, job.student, chosen,
+                                      self.draws.given.hash_seed or 0)
         else:
-            future = self.pool.submit(_graded, self.setup.database, job.id, str(path), self.lesson.id, options,
-                                      job.student)
+            future = self.pool.submit(_graded, self.setup.database, job.id, str(path), self.lesson.id, run_as,
+                                      job.student, chosen)
         self.running[future] = job
 
     def _finish(self, future: cf.Future[finish.Graded], job: Job) -> None:
@@ -292,13 +294,14 @@ class _Host:
         return regrades.changes(book.changed_by(self.lesson.id, regrade))
 
 
-def _on_cluster(setup: Setup, path: Path, lesson_id: str, options: Options, student: str) -> finish.Graded:
+def _on_cluster(setup: Setup, path: Path, lesson_id: str, options: Options, student: str, chosen: Draw,
+                hash_seed: int) -> finish.Graded:
     """One job graded on the course's Dask cluster (classroom/cluster.py), as a batch's would be."""
     from grader.classroom import cluster
 
     assert setup.scheduler is not None
-    for _, graded in cluster.results(setup.scheduler, [(path, student)], lesson_id, options, {student: options},
-                                     setup.tls):
+    for _, graded in cluster.results(setup.scheduler, [(path, student)], lesson_id, options,
+                                     {student: (options, chosen)}, hash_seed, setup.tls):
         return graded
     raise GraderError("the cluster returned no result")
 
@@ -306,7 +309,8 @@ def _on_cluster(setup: Setup, path: Path, lesson_id: str, options: Options, stud
 _WORKER_QUEUE: list[Queue] = []
 
 
-def _graded(database: str, job_id: str, path: str, lesson_id: str, options: Options, student: str) -> finish.Graded:
+def _graded(database: str, job_id: str, path: str, lesson_id: str, options: Options, student: str,
+            chosen: Draw) -> finish.Graded:
     """A pool worker's task: say which process grades the job, then grade it as a batch's worker does."""
     try:
         if not _WORKER_QUEUE:
@@ -314,5 +318,5 @@ def _graded(database: str, job_id: str, path: str, lesson_id: str, options: Opti
         _WORKER_QUEUE[0].running_on(job_id, os.getpid())
     except GraderError:
         pass  # shown to the instructor only; the grade goes on
-    graded = grade_one(path, lesson_id, options, student)
+    graded = grade_one(path, lesson_id, options, student, chosen)
     return dataclasses.replace(graded, worker={})

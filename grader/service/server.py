@@ -27,6 +27,7 @@ from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.classroom import batch
 from grader.lesson import catalog, course
+from grader.lesson.draw import Given
 from grader.service import dispatch, guard
 from grader.service.app import Served, app
 from grader.service.jobs import Outbox, Queue
@@ -47,6 +48,8 @@ class Config:
     database: str | None = None
     """`postgresql://...` to share one queue between servers; None: SQLite in the course's private folder."""
     options: Options = Options()
+    given: Given = Given()
+    """What `--seed` and `--hash-seed` fix of each student's draw."""
     lease_s: float = 30.0
     min_free_mb: int = 64
     ssl_certfile: str | None = None
@@ -115,7 +118,8 @@ def serve(config: Config, ready: Any = None) -> None:
     keep_private(config.out, config.group)
     name = f"{socket.gethostname()}:{os.getpid()}"
     setup = dispatch.Setup(database=where, out=config.out.absolute(), jobs=config.jobs, options=config.options,
-                           lease_s=config.lease_s, server=name, scheduler=config.scheduler, tls=config.tls)
+                           lease_s=config.lease_s, server=name, scheduler=config.scheduler, tls=config.tls,
+                           given=config.given)
     grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons),
                                                           name="grader-supervisor")
     grading.start()
