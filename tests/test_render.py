@@ -252,7 +252,7 @@ def test_values_no_float_holds_cost_the_figure_not_the_report(graded):
 def test_a_lesson_that_measures_nothing_says_so_and_draws_its_declared_figure(graded):
     html = render.report_html(typed(graded.solution("inference-scaling")))
     assert "This lesson measures nothing on this host" in html
-    figure = html.split('<div class="figure">')[1]
+    figure = html.split('<div class="figure" tabindex="0">')[1]  # a box of its own, which scrolls on a phone
     assert figure.startswith("<svg") and "Batch-size sweep" in figure and "rows_per_prediction" in figure
 
 
@@ -265,7 +265,7 @@ def test_batching_report_shows_measured_beside_simulated_in_chromium(graded, tmp
     done = subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'profile-dom'}", "--dump-dom",
                            report.as_uri()], capture_output=True, text=True, timeout=120)
     dom = done.stdout
-    table = dom.split('<table class="comparison">')[1].split("</table>")[0]
+    table = dom.split('<table tabindex="0" class="comparison">')[1].split("</table>")[0]
     for label in ("measured (live, loopback)", "simulated (fitted costs)", "p99 (ms)", "wait", "compute", "overhead",
                   "total"):
         assert label in table, label

@@ -1,0 +1,229 @@
+"""Every page a student or an instructor reads, checked as assistive technology and a phone meet it: axe-core (the
+engine itself, as axe-playwright-python bundles it) with the WCAG 2.0, 2.1 and 2.2 A and AA rules in Debian's
+chromium, and at 360 x 740 CSS px no page scrolls sideways (a wide table or the figure scrolls inside its own box)
+and no text of the page is under 12 px. A page template nobody checks here fails `test_every_page_is_checked`.
+
+The pages come from real runs: a batch of four inference-scaling notebooks (the reports, the dashboard, similarity),
+a `grade --html`, a portfolio, the review page served on loopback, the service's pages served by its app, and the
+LTI pages as the service renders them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FAST
+
+pytestmark = [pytest.mark.browser, pytest.mark.kernel]
+ROOT = Path(__file__).resolve().parent.parent
+LESSON = "inference-scaling"
+TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+PHONE = {"width": 360, "height": 740}
+CHECKED = {"report.html.j2", "dashboard.html.j2", "similarity.html.j2", "portfolio/index.html.j2", "review.html.j2",
+           "serve_student.html.j2", "serve_instructor.html.j2", "lti.html.j2"}
+"""Every template of a page a person reads; each is loaded below."""
+
+SMALL_TEXT = """() => {
+  const small = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('svg')) continue;  // the figure: it keeps its drawn size and scrolls in its box
+    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    const box = el.getBoundingClientRect();
+    if (!own || !box.width || !box.height || getComputedStyle(el).visibility === 'hidden') continue;
+    const size = parseFloat(getComputedStyle(el).fontSize);
+    if (size < 12) small.push(`${el.tagName.toLowerCase()} ${size.toFixed(1)}px: ${el.textContent.trim().slice(0, 30)}`);
+  }
+  return small;
+}"""
+
+
+WIDEST = """(limit) => {
+  const scrolls = e => { for (let a = e.parentElement; a; a = a.parentElement) {
+    if (getComputedStyle(a).overflowX !== 'visible') return true; } return false; };
+  const wide = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > limit + 1
+                                                                   && !scrolls(e));
+  const innermost = wide.filter(e => !wide.some(o => o !== e && e.contains(o)));
+  return innermost.slice(0, 3).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' "'
+                                   + e.textContent.trim().slice(0, 24) + '"').join(', ');
+}"""
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium")
+    if found is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    pytest.importorskip("axe_playwright_python", reason="axe-playwright-python (the test extra) is not installed")
+    return found
+
+
+def _grader(*args: str, cwd: Path = ROOT) -> None:
+    done = subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The files a batch, a grade and a portfolio write, by page name."""
+    import nbformat
+
+    from grader.lesson import catalog, handout
+
+    root = tmp_path_factory.mktemp("a11y")
+    folder = root / "in"
+    folder.mkdir()
+    for student, said in (("ada", "Both come from the same rows."), ("ben", "Both come from the same rows."),
+                          ("cleo", "They multiply."), ("dev", None)):
+        notebook = handout.solution_notebook(catalog.get(LESSON))
+        if said:
+            next(c for c in notebook.cells if c.get("id") == "prediction").source = "## Your prediction\n\n" + said
+        nbformat.write(notebook, str(folder / f"{student}.ipynb"))
+    timeout = str(FAST.cell_timeout)
+    _grader("batch", str(folder), "--lesson", LESSON, "--out", str(root / "out"), "--cell-timeout", timeout)
+    _grader("grade", str(folder / "ada.ipynb"), "--html", str(root / "ada.html"), "--json", str(root / "ada.json"),
+            "--cell-timeout", timeout)
+    _grader("portfolio", str(root / "out" / "results" / "ada.json"), "--out", str(root / "portfolio.zip"))
+    with zipfile.ZipFile(root / "portfolio.zip") as archive:
+        archive.extractall(root / "portfolio")
+    return {"report (grade --html)": root / "ada.html", "report (a batch's)": root / "out" / "reports" / "cleo.html",
+            "dashboard": root / "out" / "index.html", "similarity": root / "out" / "similarity.html",
+            "portfolio": root / "portfolio" / "index.html", "batch folder": root / "out"}
+
+
+def _checked(page: Any, name: str) -> list[str]:
+    """What is wrong with the page now, in one line each: axe's violations, a sideways scroll, small text."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page, options={"runOnly": {"type": "tag", "values": TAGS}}).response["violations"]
+    problems = [f"{name}: {v['id']} ({v['impact']}): {v['help']} at {v['nodes'][0]['target']}" for v in found]
+    width = page.evaluate("document.documentElement.scrollWidth")
+    if page.viewport_size == PHONE and width > PHONE["width"]:
+        widest = page.evaluate(WIDEST, PHONE["width"])
+        problems.append(f"{name}: {width} px wide at {PHONE['width']} px (it scrolls sideways; the first too wide: "
+                        f"{widest})")
+    if page.viewport_size == PHONE:
+        problems += [f"{name}: text under 12 px: {said}" for said in page.evaluate(SMALL_TEXT)[:3]]
+    return problems
+
+
+WCAG22 = ["1.1.1", "1.2.1", "1.2.2", "1.2.3", "1.2.4", "1.2.5", "1.3.1", "1.3.2", "1.3.3", "1.3.4", "1.3.5", "1.4.1", "1.4.2", "1.4.3", "1.4.4", "1.4.5", "1.4.10", "1.4.11", "1.4.12", "1.4.13", "2.1.1", "2.1.2", "2.1.4", "2.2.1", "2.2.2", "2.3.1", "2.4.1", "2.4.2", "2.4.3", "2.4.4", "2.4.5", "2.4.6", "2.4.7", "2.4.11", "2.5.1", "2.5.2", "2.5.3", "2.5.4", "2.5.7", "2.5.8", "3.1.1", "3.1.2", "3.2.1", "3.2.2", "3.2.3", "3.2.4", "3.2.6", "3.3.1", "3.3.2", "3.3.3", "3.3.4", "3.3.7", "3.3.8", "4.1.2", "4.1.3"]
+"""WCAG 2.2's success criteria at levels A and AA (4.1.1 Parsing is obsolete in 2.2): 55, from the W3C's list."""
+TESTED_HERE = {"1.4.3", "1.4.10", "2.4.2", "2.5.8", "3.1.1", "4.1.2"}
+"""The criteria this module's checks prove on every page (axe's rules for them, and the reflow at 360 px)."""
+
+
+def test_the_conformance_report_covers_every_criterion_once_and_says_supports_where_a_test_proves_it() -> None:
+    import re
+
+    text = (ROOT / "docs" / "accessibility.md").read_text()
+    rows = re.findall(r"^\| (\d\.\d+\.\d+) [^|]+\| (A|AA) \| ([^|]+?) \| (.+) \|$", text, re.M)
+    said = {number: conformance for number, _, conformance, _ in rows}
+    assert [number for number, *_ in rows] == WCAG22  # each once, in the standard's order
+    assert set(said.values()) <= {"Supports", "Partially supports", "Does not support", "Not applicable"}
+    assert all(said[number] == "Supports" for number in TESTED_HERE)
+    assert "(docs/accessibility.md)" in (ROOT / "README.md").read_text()
+
+
+def test_every_page_is_checked() -> None:
+    templates = {str(p.relative_to(ROOT / "templates")) for p in (ROOT / "templates").rglob("*.html.j2")
+                 if not p.name.startswith("_")}
+    assert templates == CHECKED, f"a page template no accessibility test loads: {sorted(templates - CHECKED)}"
+
+
+def test_the_reports_the_dashboard_similarity_and_the_portfolio_pass_axe_and_fit_a_phone(pages) -> None:
+    from playwright.sync_api import sync_playwright
+
+    chromium = _chromium()
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            for name, path in pages.items():
+                if path.is_dir():
+                    continue
+                for viewport in ({"width": 1200, "height": 900}, PHONE):
+                    page = browser.new_page(viewport=viewport)
+                    page.goto(path.as_uri())
+                    problems += _checked(page, f"{name} at {viewport['width']} px")
+                    page.close()
+        finally:
+            browser.close()
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_review_page_passes_axe_with_answers_groups_and_a_second_graders_view(pages, tmp_path, monkeypatch) -> None:
+    import os
+
+    from playwright.sync_api import sync_playwright
+
+    from grader.classroom import review_app
+
+    chromium = _chromium()
+    home = tmp_path / "course"  # the suite's course, with every answer sampled to be graded twice
+    shutil.copytree(os.environ["GRADER_COURSE"], home)
+    (home / "course.toml").write_text((home / "course.toml").read_text()
+                                      + f"[lessons.{LESSON}.review]\ndouble_percent = 100\n")
+    monkeypatch.setenv("GRADER_COURSE", str(home))
+    problems: list[str] = []
+    for second in (False, True):
+        ready: list[str] = []
+        threading.Thread(target=review_app.serve, args=(pages["batch folder"], "ta"), daemon=True,
+                         kwargs={"ready": ready.append, "second": second}).start()
+        for _ in range(200):
+            if ready:
+                break
+            threading.Event().wait(0.05)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            try:
+                for viewport in ({"width": 1200, "height": 900}, PHONE):
+                    page = browser.new_page(viewport=viewport)
+                    page.goto(ready[0])
+                    page.wait_for_selector(".card")
+                    problems += _checked(page, f"review{' (second grader)' if second else ''} at {viewport['width']} px")
+                    page.close()
+            finally:
+                browser.close()
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_services_pages_and_the_lti_pages_pass_axe_signed_out_and_signed_in(service) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from grader.report import render
+
+    chromium = _chromium()
+    url = str(service.base_url)
+    lti = render.environment().get_template("lti.html.j2")
+    rendered = {"LTI refusal": lti.render(title="Refused", page="refused", why="this launch's context is not bound"),
+                "LTI lesson chooser": lti.render(title="Link a lesson", page="choose", link="x", lessons=[
+                    {"id": LESSON, "title": "Batching and caching", "points": 6}])}
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            for viewport in ({"width": 1200, "height": 900}, PHONE):
+                for path, token in (("/", None), ("/", "ada"), ("/instructor", None), ("/instructor", "prof")):
+                    page = browser.new_page(viewport=viewport)
+                    page.goto(url + path)
+                    if token:
+                        page.fill("#token", service.tokens[token])
+                        page.click("#signin-button")
+                        page.wait_for_selector("#who:not(:empty)" if path == "/" else "#counts:not(:empty)")
+                    state = f"signed in as {token}" if token else "signed out"
+                    problems += _checked(page, f"service {path} {state} at {viewport['width']} px")
+                    page.close()
+                for name, text in rendered.items():
+                    page = browser.new_page(viewport=viewport)
+                    page.set_content(text)
+                    problems += _checked(page, f"{name} at {viewport['width']} px")
+                    page.close()
+        finally:
+            browser.close()
+    assert problems == [], "\n".join(problems)
