@@ -84,7 +84,7 @@ def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, m
                             (_ for _ in ()).throw(OSError(f"{lesson_id}: unreadable")))
         with pytest.raises(OSError):
             handout.warm(lesson)
-        worker.prepare(lesson, Options(zygote=False, public_only=True))  # the batch goes on
+        worker.prepare(lesson, Options(zygote=False, public_only=True), 0)  # the batch goes on
     finally:
         catalog.forget()
 

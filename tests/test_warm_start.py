@@ -17,7 +17,7 @@ from grader.lesson import catalog
 def test_no_template_where_no_kernel_would_be_forked(monkeypatch, options):
     started = []
     monkeypatch.setattr(zygote, "start_shared", lambda *args, **kwargs: started.append(args))
-    assert warm_start.start(catalog.get("inference-capacity"), options) is None and started == []
+    assert warm_start.start(catalog.get("inference-capacity"), options, 0) is None and started == []
 
 
 def test_a_batch_of_an_unknown_lesson_is_one_line_before_any_template_starts(monkeypatch, tmp_path):
