@@ -114,8 +114,9 @@ def _checked(page: Any, name: str) -> list[str]:
 
 WCAG22 = ["1.1.1", "1.2.1", "1.2.2", "1.2.3", "1.2.4", "1.2.5", "1.3.1", "1.3.2", "1.3.3", "1.3.4", "1.3.5", "1.4.1", "1.4.2", "1.4.3", "1.4.4", "1.4.5", "1.4.10", "1.4.11", "1.4.12", "1.4.13", "2.1.1", "2.1.2", "2.1.4", "2.2.1", "2.2.2", "2.3.1", "2.4.1", "2.4.2", "2.4.3", "2.4.4", "2.4.5", "2.4.6", "2.4.7", "2.4.11", "2.5.1", "2.5.2", "2.5.3", "2.5.4", "2.5.7", "2.5.8", "3.1.1", "3.1.2", "3.2.1", "3.2.2", "3.2.3", "3.2.4", "3.2.6", "3.3.1", "3.3.2", "3.3.3", "3.3.4", "3.3.7", "3.3.8", "4.1.2", "4.1.3"]
 """WCAG 2.2's success criteria at levels A and AA (4.1.1 Parsing is obsolete in 2.2): 55, from the W3C's list."""
-TESTED_HERE = {"1.4.3", "1.4.10", "2.4.2", "2.5.8", "3.1.1", "4.1.2"}
-"""The criteria this module's checks prove on every page (axe's rules for them, and the reflow at 360 px)."""
+TESTED_HERE = {"1.4.3", "1.4.10", "2.1.1", "2.1.4", "2.4.1", "2.4.2", "2.5.8", "3.1.1", "4.1.2"}
+"""The criteria this module's checks prove (axe's rules on every page, the reflow at 360 px, the keyboard-only
+runs of the student's page and the review page's shortcuts)."""
 
 
 def test_the_conformance_report_covers_every_criterion_once_and_says_supports_where_a_test_proves_it() -> None:
@@ -187,10 +188,32 @@ def test_the_review_page_passes_axe_with_answers_groups_and_a_second_graders_vie
                     page.goto(ready[0])
                     page.wait_for_selector(".card")
                     problems += _checked(page, f"review{' (second grader)' if second else ''} at {viewport['width']} px")
+                    if not second and viewport == PHONE:
+                        _shortcuts_turn_off(page)
                     page.close()
             finally:
                 browser.close()
     assert problems == [], "\n".join(problems)
+
+
+def _shortcuts_turn_off(page: Any) -> None:
+    """WCAG 2.1.4: the review page's single-key shortcuts can be turned off (and stay off), by the keyboard."""
+    from playwright.sync_api import expect
+
+    first = page.locator(".card").first.locator(".items button").first
+    before = first.get_attribute("aria-pressed")
+    _tab_to(page, "#shortcuts", 40)
+    page.keyboard.press("Space")  # off
+    page.keyboard.press("Escape")  # leave the box: keys go to the page again
+    page.keyboard.press("1")
+    assert first.get_attribute("aria-pressed") == before  # a stray "1" (speech input, a screen reader) decides nothing
+    page.reload()
+    page.wait_for_selector(".card")
+    assert not page.is_checked("#shortcuts")  # remembered
+    page.check("#shortcuts")
+    page.keyboard.press("Escape")
+    page.keyboard.press("1")
+    expect(page.locator(".card").first.locator(".items button").first).not_to_have_attribute("aria-pressed", before)
 
 
 def test_the_services_pages_and_the_lti_pages_pass_axe_signed_out_and_signed_in(service) -> None:
@@ -227,3 +250,53 @@ def test_the_services_pages_and_the_lti_pages_pass_axe_signed_out_and_signed_in(
         finally:
             browser.close()
     assert problems == [], "\n".join(problems)
+
+
+def _tab_to(page: Any, selector: str, presses: int = 15) -> None:
+    """Press Tab until the element `selector` has the focus (the keyboard alone, as a person without a mouse)."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if page.evaluate("(s) => document.activeElement === document.querySelector(s)", selector):
+            return
+    raise AssertionError(f"{selector} is not reached by Tab")
+
+
+def test_a_student_signs_in_submits_and_hears_the_receipt_by_the_keyboard_alone(service, tmp_path) -> None:
+    import nbformat
+    from playwright.sync_api import expect, sync_playwright
+
+    from grader.lesson import catalog, handout
+
+    chromium = _chromium()
+    notebook = tmp_path / "mine.ipynb"
+    nbformat.write(handout.solution_notebook(catalog.get(LESSON)), str(notebook))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport=PHONE)
+            page.goto(str(service.base_url) + "/")
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
+            _tab_to(page, "#token")
+            page.keyboard.type(service.tokens["ada"])
+            _tab_to(page, "#signin-button")
+            page.keyboard.press("Enter")
+            expect(page.locator("#who")).to_contain_text("Ada")
+            _tab_to(page, "#lesson")
+            page.keyboard.press("ArrowDown")  # the select: another lesson, then back, by the keyboard
+            page.keyboard.press("ArrowUp")
+            _tab_to(page, "#file")
+            with page.expect_file_chooser() as chosen:
+                page.keyboard.press("Space")
+            chosen.value.set_files(str(notebook))
+            expect(page.locator("#lesson")).to_have_value(LESSON)  # the handout named its lesson
+            _tab_to(page, "#send")
+            page.keyboard.press("Enter")
+            expect(page.locator("#said")).to_contain_text("Received: submission")  # the live region says it
+            assert page.get_attribute("#said", "aria-live") == "polite"
+            _tab_to(page, "#history button")
+            page.keyboard.press("Enter")  # an earlier submission opens from the keyboard too
+            expect(page.locator("#feedback")).to_be_visible()
+            expect(page.locator("#f-state")).to_contain_text("queued")
+        finally:
+            browser.close()
