@@ -176,7 +176,7 @@ def course_cmd() -> None:
 
     from grader.report import render_text
     from grader.result import state
-    from grader.service import lti_course
+    from grader.service.lti import courses as lti_course
 
     echo(render_text.course_text(replace(state.describe(), lms=tuple(lti_course.describe()))))
 

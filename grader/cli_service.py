@@ -121,7 +121,7 @@ def lti_group() -> None:
 @lti_group.command("keys")
 def lti_keys_cmd() -> None:
     """Make the tool's RSA key pair (beside any earlier one, for a rotation); /lti/jwks publishes every one."""
-    from grader.service import lti_keys
+    from grader.service.lti import keys as lti_keys
 
     kid = lti_keys.make_key()
     echo(f"a new key {kid} in the course's private folder; /lti/jwks publishes it (and any older one until you "
@@ -132,7 +132,7 @@ def lti_keys_cmd() -> None:
 @click.option("--url", required=True, help="The address students reach `grader serve` at (https://...).")
 def lti_config_cmd(url: str) -> None:
     """Print what the LMS needs: Canvas's developer-key JSON, and the same for Moodle and any other platform."""
-    from grader.service import lti_setup
+    from grader.service.lti import commands as lti_setup
 
     echo(lti_setup.describe(url.rstrip("/")))
 
@@ -147,7 +147,7 @@ def lti_config_cmd(url: str) -> None:
 def lti_send_cmd(out_dir: Path, lesson_id: str, dry_run: bool, lineitems: str | None, memberships: str | None,
                  issuer: str | None) -> None:
     """Send the latest grade of every student in a batch folder (OUT or OUT/<lesson>) to the LMS's gradebook."""
-    from grader.service import lti_setup
+    from grader.service.lti import commands as lti_setup
 
     for line in lti_setup.send_grades(out_dir, lesson_id, dry_run, lineitems, memberships, issuer):
         echo(line)
@@ -161,7 +161,7 @@ def lti_send_cmd(out_dir: Path, lesson_id: str, dry_run: bool, lineitems: str | 
 def lti_roster_cmd(lesson_id: str, out_path: Path, memberships: str | None, issuer: str | None) -> None:
     """Pull the course's members from the LMS into a roster, naming who joined and who left since the last one."""
     from grader.lesson import catalog
-    from grader.service import lti_setup
+    from grader.service.lti import commands as lti_setup
 
     catalog.get(lesson_id)  # an unknown lesson is said first, with the lessons there are
     for line in lti_setup.roster(out_path, memberships, issuer):

@@ -80,7 +80,7 @@ def test_nan_and_inf_in_course_toml_are_refused_by_name(own_course: Any, setting
 
 
 def test_nan_and_inf_on_the_command_line_and_in_lti_json_are_refused(own_course: Any) -> None:
-    from grader.service import lti_keys
+    from grader.service.lti import keys as lti_keys
 
     for flags in (["--lease", "nan"], ["--lease", "inf"], ["--header-timeout", "inf"]):
         said = CliRunner().invoke(cli.main, ["serve", *flags])

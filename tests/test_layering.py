@@ -160,6 +160,8 @@ def test_the_readme_map_is_the_folder_tree():
         sections[current] = sections.get(current, "") + line + "\n"
     for module in _modules():
         parts = module.split(".")
-        where = parts[1] if len(parts) == 3 else "top"
+        where = parts[1] if len(parts) >= 3 else "top"
         name = parts[-1] + (".py" if where == "top" else "")
+        if len(parts) > 3:  # a folder within a stage (service/lti/): named as such, then its modules
+            assert f"{parts[2]}/" in sections.get(where, ""), f"the README's map does not name {parts[2]}/ under {where}"
         assert name in sections.get(where, ""), f"the README's map does not name {module} under {where}"

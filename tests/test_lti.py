@@ -59,8 +59,9 @@ def _serve(app: Any) -> tuple[str, Any, Any]:
 @pytest.fixture
 def lms(own_course: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A course registering the loopback platform, the tool served beside it; both stopped at the end."""
-    from grader.service import app, lti_keys, tokens
+    from grader.service import app, tokens
     from grader.service.jobs import Queue
+    from grader.service.lti import keys as lti_keys
 
     members = [member(INSTRUCTOR_ID, "example.edu:71ee7e42", "Jane Q. Public", [INSTRUCTOR], "jane@platform.example.edu")]
     members += [member(f"user-{s}", s, f"{s.title()} Student", [LEARNER], f"{s}@example.edu") for s in LEARNERS]
@@ -184,7 +185,7 @@ def test_an_instructor_links_a_lesson_by_deep_linking(lms: dict[str, Any]) -> No
 
 
 def test_the_roster_is_pulled_page_by_page_and_says_who_joined_and_left(lms: dict[str, Any]) -> None:
-    from grader.service import lti_setup
+    from grader.service.lti import commands as lti_setup
 
     _launch(lms, INSTRUCTOR_ID)  # the launch binds the course and records its memberships URL
     out = lms["tmp"] / "roster.csv"
@@ -216,7 +217,7 @@ def graded_samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.kernel
 def test_grades_go_back_once_and_a_dry_run_lists_every_student(lms: dict[str, Any], graded_samples: Path) -> None:
-    from grader.service import lti_setup
+    from grader.service.lti import commands as lti_setup
 
     _launch(lms, INSTRUCTOR_ID)
     _launch(lms, "user-ada")
@@ -251,7 +252,7 @@ def test_grades_go_back_once_and_a_dry_run_lists_every_student(lms: dict[str, An
     assert all(line.endswith("unchanged") for line in again[1:6])
     # the service's passback of one grade as it is recorded (course.toml's send_grades) says what happened
     from grader.classroom.batch_folder import BatchFolder
-    from grader.service import lti_services
+    from grader.service.lti import services as lti_services
 
     recorded = dict(BatchFolder(graded_samples).read_all())
     assert lti_services.send_one(recorded["ada"], LESSON, "t", 6) == (True, "ada: nothing new for the LMS")
@@ -290,7 +291,7 @@ def test_only_a_role_in_this_courses_context_opens_the_instructors_side(lms: dic
 
 
 def test_a_course_is_bound_to_its_lms_course_and_another_courses_launch_is_refused(lms: dict[str, Any]) -> None:
-    from grader.service import lti_services
+    from grader.service.lti import services as lti_services
 
     early = _refusal(_launch(lms, "user-ada")[0])
     assert "this course is not bound to its LMS course yet: its instructor opens the tool" in early
@@ -392,8 +393,8 @@ def test_behind_https_the_state_cookie_crosses_the_lms_frame_and_links_use_the_c
 
 
 def test_the_roster_is_followed_on_the_platforms_own_origin_only(lms: dict[str, Any]) -> None:
-    from grader.service import lti_setup
-    from grader.service.lti_keys import LtiRefused
+    from grader.service.lti import commands as lti_setup
+    from grader.service.lti.keys import LtiRefused
 
     recorder = Recorder()
     recorder_url, *recorder_server = _serve(recorder.app())

@@ -261,7 +261,7 @@ def test_a_slow_lms_delays_no_grade_and_every_grade_reaches_it_once(course: dict
     from lti_platform import CLIENT_ID, INSTRUCTOR, ISSUER, LEARNER, Platform, member, registration
     from test_lti import _form
 
-    from grader.service import lti_keys
+    from grader.service.lti import keys as lti_keys
 
     platform = Platform([member("prof-1", "prof", "Pat Prof", [INSTRUCTOR]),
                          *(member(f"user-{s}", s, s.upper(), [LEARNER]) for s in ("s00", "s01"))])

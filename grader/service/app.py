@@ -11,7 +11,7 @@
     POST /api/regrade?lesson=ID          (instructor) the class's latest submissions again, at low priority
     GET  /api/queue                      (instructor) counts by state, running jobs, p50/p95 of waiting, grading
     GET  /  /instructor  /files/{lesson}/{path}   the student's page, the instructor's, the batch folders' pages
-    /lti/...                             LTI 1.3: the tool's keys, login, launch, deep linking (lti_pages.py)
+    /lti/...                             LTI 1.3: the tool's keys, login, launch, deep linking (lti/pages.py)
 
 A request carries `Authorization: Bearer TOKEN` (tokens.py); a page signs in once and keeps the token in a
 cookie that is HttpOnly and SameSite=Strict, honoured for reading only: a change needs the header. Another
@@ -39,8 +39,9 @@ from grader.base import database, files
 from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog, course
-from grader.service import auth, lti_pages, policy, upload
+from grader.service import auth, policy, upload
 from grader.service.jobs import Job, Outbox, Queue
+from grader.service.lti import pages as lti_pages
 from grader.service.tokens import Book, Identity
 
 if TYPE_CHECKING:

@@ -132,7 +132,7 @@ def passback(setup: Setup) -> None:
 
 
 def _sent(setup: Setup, row: Passback) -> tuple[bool, str]:
-    from grader.service import lti_services
+    from grader.service.lti import services as lti_services
 
     lesson = catalog.get(row.lesson)
     try:

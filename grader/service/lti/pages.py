@@ -18,8 +18,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from grader.lesson import catalog
-from grader.service import lti_keys, lti_launch
-from grader.service.lti_keys import LtiRefused
+from grader.service.lti import keys as lti_keys, launch as lti_launch
+from grader.service.lti.keys import LtiRefused
 from grader.service.tokens import Book, Identity
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from typing import Any
 
 from grader.base import spelling
 from grader.result.record import GradeResult
-from grader.service import lti_course, lti_keys
-from grader.service.lti_keys import LtiRefused, Platform
+from grader.service.lti import courses as lti_course, keys as lti_keys
+from grader.service.lti.keys import LtiRefused, Platform
 
 SCOPES = {"lineitem": "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
           "score": "https://purl.imsglobal.org/spec/lti-ags/scope/score",

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from grader.service import lti_course, lti_keys
-from grader.service.lti_keys import LtiRefused, Platform
+from grader.service.lti import courses as lti_course, keys as lti_keys
+from grader.service.lti.keys import LtiRefused, Platform
 
 LTI = lti_course.LTI
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"

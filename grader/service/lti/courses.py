@@ -41,8 +41,8 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.intake import layouts
 from grader.lesson import course
-from grader.service import lti_keys
-from grader.service.lti_keys import LtiRefused, Platform
+from grader.service.lti import keys as lti_keys
+from grader.service.lti.keys import LtiRefused, Platform
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"

@@ -9,8 +9,8 @@ from grader.base import escape, files, spelling
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog
 from grader.result.record import GradeResult
-from grader.service import lti_course, lti_services
-from grader.service.lti_keys import LtiRefused
+from grader.service.lti import courses as lti_course, services as lti_services
+from grader.service.lti.keys import LtiRefused
 
 
 def describe(url: str) -> str:
