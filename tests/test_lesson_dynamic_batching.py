@@ -176,7 +176,7 @@ def test_reference_scores_full_marks_and_the_report_compares(graded):
     from grader.report import render
     html = render.report_html(typed(result))
     assert "Measured service (loopback) beside the simulation" in html
-    table = html.split('<table class="comparison">')[1].split("</table>")[0]
+    table = html.split('<table tabindex="0" class="comparison">')[1].split("</table>")[0]
     assert table.count("<td>400</td>") == 8  # four components, each counted on both sides
     assert "measured (live, loopback)" in table and "simulated (fitted costs)" in table
     assert "<svg" in html
@@ -243,7 +243,7 @@ def test_a_live_run_with_one_batch_size_costs_the_reference_nothing(graded):
     # the report says why its comparison is absent, instead of leaving it out without a word
     from grader.report import render
     html = render.report_html(typed(result))
-    assert '<table class="comparison">' not in html
+    assert 'class="comparison"' not in html
     absent = html.split('id="comparison-absent">')[1].split("</p>")[0]
     assert "`service_measured` and `service_simulated` undefined" in absent and "not compared on this run" in absent
 

@@ -386,7 +386,7 @@ def test_the_dashboard_has_a_student_by_exercise_table_and_long_cells_wrap(grade
     lesson = catalog.get("inference-scaling")
     ada = dict(gradebook.summary(typed(graded.solution("inference-scaling"))), student="ada")
     page = render.dashboard_html([ada], lesson)
-    table = page.split('<table class="by-exercise">')[1].split("</table>")[0]
+    table = page.split('<table tabindex="0" class="by-exercise">')[1].split("</table>")[0]
     for exercise in lesson.exercises:
         assert f"<th title=\"{exercise.id}\">{exercise.id}</th>" in table
     assert table.count('<td class="passed">pass</td>') == len(lesson.exercises)
