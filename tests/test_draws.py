@@ -15,7 +15,7 @@ import pytest
 
 from grader import grading
 from grader.base.options import Options
-from grader.classroom.worker import Draws
+from grader.classroom.host import Draws
 from grader.lesson import catalog, draw as drawing
 from grader.result import variants
 

@@ -64,7 +64,7 @@ def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, m
     import shutil
 
     from grader.base.options import Options
-    from grader.classroom import worker
+    from grader.classroom import host as worker
 
     root = Path(__file__).resolve().parent.parent
     home = tmp_path / "course"

@@ -487,3 +487,34 @@ def test_a_regrade_through_the_service_replays_the_recorded_seeds_at_low_priorit
     names = {p.name for p in made}
     assert {"grades.csv", "gradebook.sqlite", "results", "received", "notebooks"} <= names
     assert [str(p) for p in made if p.stat().st_mode & 0o077] == []
+
+
+def test_the_service_and_a_batch_write_the_same_class_files_for_the_same_files(course: dict[str, Any]) -> None:
+    """One lesson host (classroom/host.py) under both: the same three files graded by `grader serve` and by
+    `grader batch` give the same grades.csv, and both write the dashboard and similarity.html."""
+    import csv
+
+    (course["home"] / "course.toml").write_text('name = "served"\ntimezone = "UTC"\n')  # no due date: no lateness
+    database = str(course["home"] / "private" / "queue.sqlite")
+    folder = course["tmp"] / "class"
+    folder.mkdir()
+    files = {s: _copy_for(s, folder) for s in course["students"][:3]}
+    with serving(course) as (url, _):
+        ids = {_submit(url, course["tokens"][s], path).json()["id"] for s, path in files.items()}
+        _wait_done(database, ids)
+        served = course["out"] / LESSON
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (served / "grades.csv").is_file():
+            time.sleep(0.5)  # the host writes the class's files once it is idle
+    batched = course["tmp"] / "batched"
+    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(folder), "--lesson", LESSON, "--out",
+                           str(batched)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    def rows(out: Path) -> list[dict[str, str]]:
+        with (out / "grades.csv").open(newline="") as handle:
+            return sorted(csv.DictReader(handle), key=lambda row: row["student"])
+
+    assert rows(served) == rows(batched) and [r["student"] for r in rows(batched)] == sorted(files)
+    for page in ("index.html", "similarity.html"):
+        assert (served / page).is_file() and (batched / page).is_file(), page

@@ -11,7 +11,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import ctypes
-import errno
 import gc
 import itertools
 import json
@@ -20,7 +19,6 @@ import os
 import resource
 import shutil
 import signal
-import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -34,8 +32,8 @@ from grader.base import files, host
 from grader.base.errors import GraderError, SandboxUnavailable
 from grader.base.options import Options
 from grader.classroom import certs, review_join, review_store
-from grader.classroom.batch_folder import BatchFolder, Recorded, digest, entry_digest
-from grader.classroom.worker import Draws, grade_one, prepare
+from grader.classroom.batch_folder import BatchFolder, entry_digest
+from grader.classroom.host import LessonHost, grade_one
 from grader.intake import layouts, roster as class_list
 from grader.kernel import devices
 from grader.lesson import catalog, draw as drawing
@@ -126,7 +124,7 @@ class _Plan:
     regrading: str | None = None
     """The regrade under way (gradebook.Gradebook.start_regrade), or None."""
     per_student: dict[str, tuple[Options, Draw]] = field(default_factory=dict)
-    """Each student's draw (their seeds, a regrade's recorded ones, and numbers), and how to run it (worker.Draws)."""
+    """Each student's draw (their seeds, a regrade's recorded ones, and numbers), and how to run it (host.Draws)."""
     untrusted: list[str] = field(default_factory=list)
     """Students a regrade grades with freshly derived seeds: their recorded ones could not be trusted."""
     tls: Path | None = None
@@ -134,6 +132,8 @@ class _Plan:
     hash_seed: int = 0
     """The template's hash seed: every kernel it forks has it (a regrade's student whose recorded one differs runs a
     kernel of their own)."""
+    host: LessonHost | None = None
+    """The lesson hosted for this class: each student's draw, the one record, the class's files."""
 
 
 def _plan(folder: str | Path, lesson: catalog.Lesson, out: BatchFolder, jobs: int | None, options: Options,
@@ -158,12 +158,10 @@ def _plan(folder: str | Path, lesson: catalog.Lesson, out: BatchFolder, jobs: in
     hash_seed = drawing.batch_hash_seed_for(lesson.id, given.hash_seed, regrades.batch_hash_seed(recorded))
     given = replace(given, hash_seed=hash_seed)
     options = replace(options, jobs_at_once=min(jobs, max(1, len(todo))))
-    draws = Draws(lesson, options, given)  # the course secret and its record read once, not once per student
-    per_student = {e.student: draws.of(e.student, recorded.get(e.student)) for e in todo}
-    if todo and scheduler is None:
-        prepare(lesson, options, hash_seed)
+    host = LessonHost(lesson, out, book, options, given, grades_here=bool(todo) and scheduler is None)
+    per_student = {e.student: host.drawn(e.student, recorded.get(e.student)) for e in todo}
     return _Plan(found, book, todo, clashes, skipped, jobs, options, signing, regrading, per_student,
-                 [e.student for e in todo if e.student in untrusted], hash_seed=hash_seed)
+                 [e.student for e in todo if e.student in untrusted], hash_seed=hash_seed, host=host)
 
 
 def run(request: Request) -> Summary:
@@ -190,11 +188,11 @@ def run(request: Request) -> Summary:
     complete = False
     store = review_store.Store(out.review_store) if out.review_store.is_file() else None  # decisions a rerun keeps
     try:
+        assert plan.host is not None
         for entry, graded in itertools.chain(_clash_results(plan.clashes, lesson.id), _results(plan, lesson.id, scheduler)):
-            graded = _arrived(graded, plan, entry, lesson, members, store)
             worker, storing = graded.worker, time.monotonic()
-            # The key is read by the parent only, for each record, and dropped: never held while workers fork.
-            done = _store_safely(out, plan, entry, graded, sign.signing_key() if plan.signing else None, lesson)
+            done = plan.host.record(entry.student, entry.paths[0], graded, _submitted_as(plan.found.layout, entry, members),
+                                    plan.regrading, members, store)
             profile.append({"student": entry.student, "record": round(time.monotonic() - storing, 3),
                             "worker": worker.get("pid"), **{k: round(worker[k] - submitted, 3) for k in ("start", "end")
                                                             if k in worker},
@@ -270,7 +268,8 @@ def _class_files(out: BatchFolder, plan: _Plan, lesson: catalog.Lesson, members:
         if plan.signing:  # graded before the course key existed: say so, and how to sign them
             named["unsigned"] = sorted(s for s, data in book.recorded(lesson.id).items() if not data.get(sign.SIGNATURE))
         moved = regrades.changes(book.changed_by(lesson.id, plan.regrading)) if plan.regrading else None
-        review_join.class_files(out, lesson, book, members, moved)
+        assert plan.host is not None  # made with the plan
+        plan.host.class_files(members, moved)
         if moved is not None:
             named["changed"] = [change.line() for change in moved]
             if complete and not named["failures"]:
@@ -278,13 +277,6 @@ def _class_files(out: BatchFolder, plan: _Plan, lesson: catalog.Lesson, members:
     finally:
         book.close()
     return absent
-
-
-def _arrived(graded: finish.Graded, plan: _Plan, entry: layouts.Entry, lesson: catalog.Lesson,
-             members: class_list.Roster | None, store: review_store.Store | None) -> finish.Graded:
-    """How the submission arrived (layout, late mark, roster) and the instructor's decisions, joined to its grade."""
-    arrived = replace(graded, result=replace(graded.result, submitted_as=_submitted_as(plan.found.layout, entry, members)))
-    return review_join.graded(arrived, lesson, review_join.decisions(store, lesson, entry.student, members))
 
 
 def _submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> Submitted:
@@ -339,22 +331,6 @@ def _clash_results(clashes: list[layouts.Entry], lesson_id: str) -> Iterator[tup
                                    "and rerun the batch")
         result = grading.rejected(entry.paths[0], reason, lesson=lesson_id, student=entry.student)
         yield entry, finish.Graded(replace(result, submission=names, digest=entry_digest(entry)))
-
-
-def _store_safely(out: BatchFolder, plan: _Plan, entry: layouts.Entry, graded: finish.Graded,
-                  key: Any, lesson: catalog.Lesson) -> Recorded:
-    """Record one result; if the student's data cannot be recorded, record why instead (never stop the class)."""
-    book = plan.book
-    try:
-        return out.store(book, entry.student, entry.paths[0], graded, key, plan.regrading, lesson)
-    except (OSError, ValueError, TypeError, sqlite3.Error) as err:
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
-            raise  # the grader's disk, not the student: stop with the reason
-        student = entry.student.encode("utf-8", "backslashreplace").decode("utf-8")
-        reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
-        safe = replace(grading.rejected(entry.paths[0], reason, graded.result.lesson, student),
-                       digest=graded.result.digest or digest(entry.paths[0]), submitted_as=graded.result.submitted_as)
-        return out.store(book, student, entry.paths[0], finish.Graded(safe), key, plan.regrading, lesson)
 
 
 def _results(plan: _Plan, lesson_id: str, scheduler: str | None) -> Iterator[tuple[layouts.Entry, finish.Graded]]:

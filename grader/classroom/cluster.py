@@ -29,7 +29,7 @@ from grader.base import files
 from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.classroom import certs
-from grader.classroom.worker import grade_one, prepare
+from grader.classroom.host import grade_one, prepare
 from grader.intake import load
 from grader.lesson import catalog
 from grader.lesson.draw import Draw

@@ -1,28 +1,42 @@
-"""A batch's worker: what the parent does once before its workers fork (`prepare`), each student's draw as the
-parent decides it (`Draws`), and the task each worker runs per submission (`grade_one`): the spine's grade on that
-draw, then its reports drawn, never an exception.
+"""One lesson hosted for a class: what `grader batch` and each lesson host of `grader serve` (and the cluster's path
+under either) do alike, written once.
 
-Local workers (batch.py) and a cluster's (cluster.py) run the same task; the
-Gradescope container runs it for its one submission.
+A host holds the lesson, its batch folder and its gradebook connection. It prepares the lesson once where the
+grades run here (`worker.prepare`: the warm template, the reference, the checks; forked workers inherit them),
+decides each student's draw and how to run it (`worker.Draws`: the course secret read here, never by a worker),
+records a grade in the one way (how it arrived and the instructor's decisions joined, then the batch folder; a
+student's data that cannot be recorded is recorded as why, never stopping the class), and writes the class's files
+by the one recipe (review_join.class_files: grades.csv, changes.csv with names, similarity.html, the dashboard).
+Who calls it decides only where work comes from (a class's folder, or the service's queue) and how it is waited on.
+
+The task each worker runs per submission is here too (`grade_one`): the spine's grade on the student's draw, then
+its reports drawn, never an exception. Local workers (batch.py, the service's hosts) and a cluster's (cluster.py)
+run the same task; the Gradescope container runs it for its one submission.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 from grader import grading
-from grader.base import host
+from grader.base import host as machine
 from grader.base.errors import GraderError
 from grader.base.options import Options
-from grader.intake import load
+from grader.classroom import review_join, review_store
+from grader.classroom.batch_folder import BatchFolder, Recorded, digest
+from grader.intake import load, roster as class_list
 from grader.kernel import warm_start
 from grader.lesson import catalog, draw as drawing, folders, handout, staff_code
+from grader.lesson.draw import Draw, Given
 from grader.report import finish
-from grader.result import regrade as regrades
+from grader.result import gradebook, regrade as regrades, sign
+from grader.result.parts import Submitted
 from grader.result.record import INTERNAL_ERROR
 from grader.run import probe
 
@@ -67,7 +81,7 @@ def prepare(lesson: catalog.Lesson, options: Options, hash_seed: int) -> None:
         pass
     probe.warm()
     load.warm()
-    host.facts(folders.course_root())
+    machine.facts(folders.course_root())
     finish.warm()
     if starting is not None:
         try:
@@ -97,3 +111,41 @@ def grade_one(path: str | Path, lesson_id: str, options: Options, student: str |
         result = dataclasses.replace(result, run=result.run.timed("render", round(time.monotonic() - rendering, 3)))
     return dataclasses.replace(graded, result=result,
                                worker={"pid": os.getpid(), "start": started, "end": time.monotonic()})
+
+
+class LessonHost:
+    """One lesson's class: its folder, its gradebook, each student's draw, the record and the class's files."""
+
+    def __init__(self, lesson: catalog.Lesson, out: BatchFolder, book: gradebook.Gradebook, options: Options,
+                 given: Given, grades_here: bool) -> None:
+        self.lesson, self.out, self.book = lesson, out, book
+        self.draws = Draws(lesson, options, given)
+        sign.signing_key()  # read now: a bad key stops the class before any grade
+        if grades_here:
+            prepare(lesson, options, given.hash_seed or 0)
+
+    def drawn(self, student: str, recorded: dict[str, Any] | None = None) -> tuple[Options, Draw]:
+        """How to run one student's grade and their draw (`recorded`: their result a regrade replays)."""
+        return self.draws.of(student, recorded)
+
+    def record(self, student: str, path: Path, graded: finish.Graded, arrived: Submitted, regrade: str | None,
+               members: class_list.Roster | None = None, store: review_store.Store | None = None) -> Recorded:
+        """A grade recorded: how it arrived and the instructor's decisions joined, then the batch folder (the course
+        key read for this record and dropped, never held while workers fork)."""
+        graded = dataclasses.replace(graded, result=dataclasses.replace(graded.result, submitted_as=arrived))
+        joined = review_join.graded(graded, self.lesson, review_join.decisions(store, self.lesson, student, members))
+        key = sign.signing_key()
+        try:
+            return self.out.store(self.book, student, path, joined, key, regrade, self.lesson)
+        except (OSError, ValueError, TypeError, sqlite3.Error) as err:
+            if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                raise  # the grader's disk, not the student: stop with the reason
+            named = student.encode("utf-8", "backslashreplace").decode("utf-8")
+            reason = f"the result could not be recorded ({type(err).__name__}: {str(err)[:160]})"
+            safe = dataclasses.replace(grading.rejected(path, reason, joined.result.lesson, named),
+                                       digest=joined.result.digest or digest(path), submitted_as=arrived)
+            return self.out.store(self.book, named, path, finish.Graded(safe), key, regrade, self.lesson)
+
+    def class_files(self, members: class_list.Roster | None, moved: Any = None) -> None:
+        """grades.csv, changes.csv (with names; a regrade's `moved`), similarity.html and the dashboard."""
+        review_join.class_files(self.out, self.lesson, self.book, members, moved)

@@ -3,9 +3,9 @@
 `grader serve` forks a supervisor before it starts serving HTTP; the supervisor
 puts back jobs whose lease ran out (jobs.Queue.reap) and starts one lesson
 host per lesson with work waiting. A lesson host does what a batch's parent
-does (worker.prepare: the warm template, the reference, the checks), then
+does (host.prepare: the warm template, the reference, the checks), then
 forks its pool of workers and loops: claim what it has room for, grade each
-claim in a worker (worker.grade_one), renew its leases, and record each grade
+claim in a worker (host.grade_one), renew its leases, and record each grade
 into the lesson's batch folder (`OUT/<lesson>/`) before it marks the job done.
 Only the holder of a job's current lease records it: a host that stalled past
 its lease (stopped, swapped out) while another server graded the job finds its
@@ -34,9 +34,9 @@ from typing import Any
 
 from grader.base.errors import GraderError
 from grader.base.options import Options
-from grader.classroom import batch, review_join, review_store
+from grader.classroom import batch, review_store
 from grader.classroom.batch_folder import BatchFolder
-from grader.classroom.worker import Draws, grade_one, prepare
+from grader.classroom.host import LessonHost, grade_one
 from grader.intake import roster as class_list
 from grader.lesson import catalog, course, draw as drawing
 from grader.lesson.draw import Draw, Given
@@ -148,20 +148,20 @@ def host_lesson(setup: Setup, lesson_id: str) -> None:
     lesson = catalog.get(lesson_id)
     options = replace(setup.options, jobs_at_once=setup.jobs)
     given = replace(setup.given, hash_seed=drawing.batch_hash_seed_for(lesson.id, setup.given.hash_seed))
-    if setup.scheduler is None:
-        prepare(lesson, options, given.hash_seed or 0)
     _Host(setup, lesson, options, given).loop()
 
 
 class _Host:
     def __init__(self, setup: Setup, lesson: catalog.Lesson, options: Options, given: Given) -> None:
         self.setup, self.lesson, self.options = setup, lesson, options
-        self.draws = Draws(lesson, options, given)  # the course secret read once, here: never by a worker
         self.queue = Queue(setup.database)
         self.out = BatchFolder(setup.out / lesson.id)
         self.out.make()
         self.out.claim()
         self.book = self.out.open_gradebook()  # the host's one connection: it records one job at a time
+        # the lesson prepared (where grades run here), each student's draw, the one record, the class's files: as
+        # `grader batch` does them (classroom/host.py); the course secret is read there, never by a worker
+        self.host = LessonHost(lesson, self.out, self.book, options, given, grades_here=setup.scheduler is None)
         self.worker = f"{setup.server}/{lesson.id}"
         self.running: dict[cf.Future[finish.Graded], Job] = {}
         self.pool = self._pool()
@@ -206,11 +206,11 @@ class _Host:
             return
         path = received(self.out, job, self.queue.body(job.sha256))
         # the student's draw; a regrade's with the recorded seeds, as `grader batch --regrade` replays them
-        run_as, chosen = self.draws.of(job.student, self._recorded(job.regrade).get(job.student)
-                                       if job.regrade is not None else None)
+        run_as, chosen = self.host.drawn(job.student, self._recorded(job.regrade).get(job.student)
+                                         if job.regrade is not None else None)
         if self.setup.scheduler is not None:
             future = self.pool.submit(_on_cluster, self.setup, path, self.lesson.id, run_as, job.student, chosen,
-                                      self.draws.given.hash_seed or 0)
+                                      self.host.draws.given.hash_seed or 0)
         else:
             future = self.pool.submit(_graded, self.setup.database, job.id, str(path), self.lesson.id, run_as,
                                       job.student, chosen)
@@ -260,17 +260,13 @@ class _Host:
 
     def _record(self, job: Job, graded: finish.Graded) -> Any:
         receipt = (("id", job.origin or job.id), ("sha256", job.sha256), ("received_at", job.received_at))
-        arrived = replace(graded, result=replace(graded.result, submitted_as=Submitted(
-            "service", (job.name,), submitted_at=job.received_at, receipt=receipt)))
+        arrived = Submitted("service", (job.name,), submitted_at=job.received_at, receipt=receipt)
         store = review_store.Store(self.out.review_store) if self.out.review_store.is_file() else None
         try:
-            joined = review_join.graded(arrived, self.lesson, review_join.decisions(store, self.lesson, job.student,
-                                                                                    None))
+            return self.host.record(job.student, self.out.received(job.sha256, job.name), graded, arrived,
+                                    job.regrade, None, store).result
         finally:
             review_store.close(store)
-        key = sign.signing_key()  # read for each record and dropped, as a batch's parent does
-        return self.out.store(self.book, job.student, self.out.received(job.sha256, job.name), joined, key,
-                              job.regrade, self.lesson).result
 
     def _class_files(self, idle: bool) -> None:
         if not self.dirty or (not idle and time.monotonic() - self.written < CLASS_FILES_S):
@@ -279,7 +275,7 @@ class _Host:
         try:
             moved = self._regrade_done(self.book) if idle else None
             members = class_list.read(self.out.roster) if self.out.roster.is_file() else None
-            review_join.class_files(self.out, self.lesson, self.book, members, moved)
+            self.host.class_files(members, moved)
             if moved is not None:  # changes.csv is written: the gradebook's regrade is finished
                 self.book.finish_regrade(self.lesson.id)
                 self.regrade_seen = (None, {})
