@@ -108,6 +108,10 @@ def _own_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["GRADER_CACHE"] = str(tmp_path_factory.mktemp("grader-cache"))
 
 
+SUITES_COURSE: list[Path] = []
+"""The suite's own course folder (set once per session by _own_course)."""
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _own_course(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The suite grades as a course of its own (the checkout's course.toml, lessons from the checkout) whose private
@@ -116,9 +120,19 @@ def _own_course(tmp_path_factory: pytest.TempPathFactory) -> None:
     home = tmp_path_factory.mktemp("course")
     (home / "course.toml").write_bytes((HERE.parent / "course.toml").read_bytes())
     os.environ["GRADER_COURSE"] = str(home)
+    SUITES_COURSE[:] = [home]
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
     for name in ("GRADER_KEY", "GRADER_SECRET"):
         os.environ.pop(name, None)
+
+
+@pytest.fixture(autouse=True)
+def _no_key_in_the_suites_course() -> Any:
+    """A test that makes a course key does so in a course of its own (own_course): a key left in the suite's course
+    would sign every later test's results, and whether a test passed would depend on the order they ran in."""
+    suites = SUITES_COURSE[0] / "private" / "course.key"
+    yield
+    assert not suites.exists(), f"this test made a course key in the suite's own course ({suites}): use own_course"
 
 
 @pytest.fixture

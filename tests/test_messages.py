@@ -252,7 +252,8 @@ def test_check_exits_1_when_a_public_check_fails_and_release_says_what_comes_nex
 
 
 @pytest.mark.kernel
-def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the_key(tmp_path, monkeypatch):
+def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the_key(tmp_path, monkeypatch,
+                                                                                      own_course):
     import shutil
 
     from click.testing import CliRunner
@@ -267,6 +268,7 @@ def test_after_keys_init_a_rerun_names_the_unsigned_results_and_verify_finds_the
     shutil.copy(HERE.parent / "samples" / "inference-scaling" / "ada.ipynb", folder / "ada.ipynb")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("GRADER_KEY", raising=False)
+    own_course()  # the key `keys init` makes is this course's, never the suite's: a later test would sign with it
     batch.run(batch.Request(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST), progress=False))
     assert CliRunner().invoke(cli.main, ["keys", "init"]).exit_code == 0
     again = batch.run(batch.Request(folder, "inference-scaling", tmp_path / "out", jobs=1, options=grading.Options(limits=FAST),
