@@ -63,7 +63,10 @@ def submit(path: Path, server: str, token: str, lesson: str) -> dict[str, Any]:
     line saying why not."""
     import httpx
 
-    body = escape.redact(files.read_regular(path, 64 << 20))
+    try:
+        body = escape.redact(files.read_regular(path, 64 << 20))
+    except OSError as err:  # missing, a folder, a link, unreadable: said in one line, nothing sent
+        raise GraderError(f"cannot read {path}: {err.strerror or err}; nothing was sent") from None
     kind = "text/x-python" if path.suffix.lower() == ".py" else "application/x-ipynb+json"
     try:
         with _client(server) as http:
@@ -124,8 +127,18 @@ def feedback_text(state: dict[str, Any]) -> str:
         public = exercise.get("public") or []
         passed = sum(case.get("outcome") == "passed" for case in public)
         verdict = exercise.get("status") or f"{passed} of {len(public)} public checks passed"
-        lines.append(f"  {escape.terminal(str(exercise.get('id')))}: {escape.terminal(str(verdict))}")
+        why = _why(exercise) if verdict != "passed" else ""
+        lines.append(f"  {escape.terminal(str(exercise.get('id')))}: {escape.terminal(str(verdict))}"
+                     + (f" ({escape.terminal(why)})" if why else ""))
     return "\n".join(lines)
+
+
+def _why(exercise: dict[str, Any]) -> str:
+    """The reason the page shows beside an exercise that did not pass: its first message the course shows, else
+    the first public check's that failed ("" where the course shows neither)."""
+    said = exercise.get("messages") or [case.get("message") for case in exercise.get("public") or []
+                                        if case.get("outcome") != "passed" and case.get("message")]
+    return str(said[0])[:300] if said else ""
 
 
 def from_notebook(path: str | Path | None, server: str | None, token: str | None, lesson: str | None,

@@ -407,3 +407,20 @@ def test_the_roster_is_followed_on_the_platforms_own_origin_only(lms: dict[str, 
     finally:
         recorder_server[0].should_exit = True
         recorder_server[1].join(10)
+
+
+def test_lti_config_prints_the_redirect_uri_canvas_requires_beside_its_json(own_course: Any) -> None:
+    """A Canvas admin cannot save the developer key without "Redirect URIs": the command prints it, and it is the
+    launch URL the JSON names."""
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    own_course()
+    said = CliRunner().invoke(cli.main, ["lti", "config", "--url", "https://grader.example.edu"])
+    assert said.exit_code == 0, said.output
+    assert "  Redirect URIs (a field of the form, above the JSON, required): https://grader.example.edu/lti/launch" \
+        in said.output.splitlines()
+    canvas = json.loads(said.output.split("then paste:\n", 1)[1].split("\n\n", 1)[0])
+    assert canvas["target_link_uri"] == "https://grader.example.edu/lti/launch"
+    assert canvas["oidc_initiation_url"] == "https://grader.example.edu/lti/login"

@@ -435,6 +435,13 @@ def test_in_chromium_a_student_submits_and_sees_the_receipt_then_the_feedback_an
             teacher.click("#signin-button")
             playwright.expect(teacher.locator("#counts")).to_contain_text("1 done")
             playwright.expect(teacher.locator("#recent")).to_contain_text("s03")
+            teacher.fill("#student", "s03")
+            teacher.click("#lookup")
+            link = teacher.locator("#history a", has_text="report")  # a student's history links to their report
+            playwright.expect(link).to_have_count(1)
+            assert teacher.request.get(url + link.get_attribute("href")).status == 200
+            graded_on = teacher.locator("#history tr").nth(1).locator("td").nth(6).inner_text()
+            assert graded_on == socket.gethostname()  # where it was graded, not a worker's process id
             teacher.screenshot(path=str(shots / "instructor.png"), full_page=True)
         finally:
             browser.close()
@@ -518,3 +525,23 @@ def test_the_service_and_a_batch_write_the_same_class_files_for_the_same_files(c
     assert rows(served) == rows(batched) and [r["student"] for r in rows(batched)] == sorted(files)
     for page in ("index.html", "similarity.html"):
         assert (served / page).is_file() and (batched / page).is_file(), page
+
+
+def test_grader_submit_wait_says_why_an_exercise_failed_as_the_page_does(course: dict[str, Any]) -> None:
+    """`grader submit --wait` printed `deadline: failed` alone; the reason the page shows is printed beside it."""
+    sample = ROOT / "samples" / LESSON / "ben.py"  # a sample whose deadline exercise fails
+    with serving(course) as (url, _):
+        done = subprocess.run([sys.executable, "-m", "grader", "submit", str(sample), "--lesson", LESSON, "--server",
+                               url, "--token", course["tokens"]["s05"], "--wait"], capture_output=True, text=True,
+                              timeout=300, cwd=ROOT)
+        as_json = subprocess.run([sys.executable, "-m", "grader", "submit", str(sample), "--lesson", LESSON,
+                                  "--server", url, "--token", course["tokens"]["s06"], "--wait", "--json"],
+                                 capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("  deadline: failed")]
+    (exercise,) = [e for e in json.loads(as_json.stdout)["feedback"]["exercises"] if e["id"] == "deadline"]
+    assert exercise["messages"] and line == f"  deadline: failed ({exercise['messages'][0][:300]})"
+    missing = subprocess.run([sys.executable, "-m", "grader", "submit", str(course["tmp"] / "gone.ipynb"), "--lesson",
+                              LESSON, "--server", "http://127.0.0.1:9", "--token", "x"], capture_output=True, text=True,
+                             timeout=60, cwd=ROOT)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "nothing was sent" in missing.stderr

@@ -92,7 +92,9 @@ def shown(job: Job, seen_by: str, report: bool = False) -> dict[str, Any]:
     data: dict[str, Any] = {"id": job.id, "lesson": job.lesson, "status": SHOWN[job.state], "sha256": job.sha256,
                             "name": job.name, "received_at": job.received_at}
     if seen_by == "instructor":
-        data.update(student=job.student, state=job.state, tries=job.tries, pid=job.pid)
+        # where it was graded: the server (host:pid of the server) and its lesson host, not a worker's process id
+        data.update(student=job.student, state=job.state, tries=job.tries, pid=job.pid,
+                    graded_on=(job.worker or "").rsplit("/", 1)[0].rsplit(":", 1)[0])
     if job.state in ("failed", "dead"):
         data["error"] = "the grader could not grade it (not counted against you): " + (job.error or "unknown")
     if job.state == "superseded":

@@ -32,9 +32,11 @@ def describe(url: str) -> str:
                ("Services", "IMS LTI Assignment and Grade Services: use this service for grade sync and column "
                             "management; IMS LTI Names and Role Provisioning: use this service; Deep Linking: on"),
                ("Privacy", "share the launcher's name, email and SIS id (lis_person_sourcedid) with the tool")]
-    lines = ["Canvas (Admin > Developer Keys > + LTI Key > Method: Paste JSON):",
-             json.dumps(canvas, indent=1), "", "Moodle (Site administration > Plugins > External tool > Manage "
-             "tools > configure a tool manually) and any other LTI 1.3 platform:"]
+    lines = ["Canvas (Admin > Developer Keys > + Developer Key > + LTI Key):",
+             f"  Redirect URIs (a field of the form, above the JSON, required): {url}/lti/launch",
+             "  Method: Paste JSON, then paste:", json.dumps(canvas, indent=1), "",
+             "Moodle (Site administration > Plugins > External tool > Manage tools > configure a tool manually) and "
+             "any other LTI 1.3 platform:"]
     lines += [f"  {label}: {value}" for label, value in generic]
     lines += ["", "Then add the platform's issuer, client id, endpoints and deployment id to lti.json in the course "
               "folder (README, \"The LMS\")."]
