@@ -102,12 +102,12 @@ def submit_cmd(submission: Path, server: str, token: str | None, lesson_id: str,
         raise GraderError(f"no token: put the one your instructor gave you in {client.token_file()} (or set "
                           "GRADER_TOKEN), or pass --token")
 
-    receipt = client.submit(submission, server, token, lesson_id)
+    receipt, used = client.submit(submission, server, token, lesson_id)
     state = client.follow(server, token, receipt["id"]) if wait else None
     if as_json:
         click.echo(json.dumps({**receipt, **({"feedback": state} if state is not None else {})}, indent=1))
         return
-    echo(client.receipt_text(receipt))
+    echo(client.receipt_text(receipt, used))
     if state is not None:
         echo(client.feedback_text(state))
 

@@ -58,9 +58,9 @@ def stored_token() -> str:
         return ""
 
 
-def submit(path: Path, server: str, token: str, lesson: str) -> dict[str, Any]:
-    """Send the file, any token in it removed; the receipt (checked against the SHA-256 of what was sent), or one
-    line saying why not."""
+def submit(path: Path, server: str, token: str, lesson: str) -> tuple[dict[str, Any], str]:
+    """Send the file, any token in it removed; the receipt (checked against the SHA-256 of what was sent) and the
+    server's count of graded submissions (its `Graded-Submissions` header), or one line saying why not."""
     import httpx
 
     try:
@@ -75,15 +75,15 @@ def submit(path: Path, server: str, token: str, lesson: str) -> dict[str, Any]:
     except httpx.HTTPError as err:
         raise GraderError(f"the server at {server} could not be reached ({type(err).__name__}): nothing was "
                           "submitted") from None
-    if response.status_code == 429:
-        retry = response.headers.get("retry-after")
-        raise GraderError(_said(response) + (f" (retry after {retry} s)" if retry else ""))
+    used = attempts_text(response.headers.get("graded-submissions"))
+    if response.status_code == 429:  # the reason says when to submit again; the receipt is of a copy kept
+        raise GraderError(_said(response) + (f" ({used})" if used else ""))
     if response.status_code != 202:
         raise GraderError(f"not submitted ({response.status_code}): {_said(response)}")
     receipt: dict[str, Any] = response.json()
     if receipt.get("sha256") != hashlib.sha256(body).hexdigest():
         raise GraderError("the server's receipt names other bytes than the file sent: submit again")
-    return receipt
+    return receipt, response.headers.get("graded-submissions", "")
 
 
 def follow(server: str, token: str, submission: str, timeout: float = WAIT_S) -> dict[str, Any]:
@@ -107,9 +107,20 @@ def follow(server: str, token: str, submission: str, timeout: float = WAIT_S) ->
             delay = min(5.0, delay * 1.5)
 
 
-def receipt_text(receipt: dict[str, Any]) -> str:
-    return (f"submitted: id {receipt['id']}, sha256 {receipt['sha256']}, received_at {receipt['received_at']}, "
+def receipt_text(receipt: dict[str, Any], used: str = "") -> str:
+    said = (f"submitted: id {receipt['id']}, sha256 {receipt['sha256']}, received_at {receipt['received_at']}, "
             f"position {receipt['position']} in the queue, eta_s about {receipt['eta_s']:g}")
+    return said + "\n" + attempts_text(used) if attempts_text(used) else said
+
+
+def attempts_text(header: str | None) -> str:
+    """The server's `Graded-Submissions` header (`used=1; of=4`) as `graded submissions: 1 of 4 used` ("" where
+    the server said nothing readable)."""
+    parts = dict(p.strip().partition("=")[::2] for p in (header or "").split(";") if "=" in p)
+    if not parts.get("used", "").isdigit():
+        return ""
+    return f"graded submissions: {parts['used']}" + (f" of {parts['of']}" if parts.get("of", "").isdigit() else "") \
+        + " used"
 
 
 def feedback_text(state: dict[str, Any]) -> str:
@@ -159,8 +170,8 @@ def from_notebook(path: str | Path | None, server: str | None, token: str | None
               f"{token_file()} (or GRADER_TOKEN) rather than in the notebook; or pass server=..., lesson=...")
         return None
     try:
-        receipt = submit(notebook, server, token, lesson or "")
-        print(receipt_text(receipt))
+        receipt, used = submit(notebook, server, token, lesson or "")
+        print(receipt_text(receipt, used))
         if wait:
             state = follow(server, token, receipt["id"])
             print(feedback_text(state))

@@ -198,7 +198,7 @@ def test_a_token_written_into_the_notebook_is_never_kept(service: Any, tmp_path:
     assert got.json()["sha256"] == hashlib.sha256(kept).hexdigest()  # the receipt names what was kept
     path = tmp_path / "hw.ipynb"  # `grader submit` and grader.submit() remove it before sending
     path.write_bytes(body.replace(b"Submitted", b"Sent"))
-    receipt = client.submit(path, str(service.base_url), service.tokens["ben"], LESSON)
+    receipt, _ = client.submit(path, str(service.base_url), service.tokens["ben"], LESSON)
     assert TOKEN.encode() not in service.served.queue.body(receipt["sha256"])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -354,3 +355,33 @@ def test_a_full_database_is_told_by_its_code_not_its_text(tmp_path: Path) -> Non
     assert database.disk_full(psycopg.errors.DiskFull("could not extend file"))
     assert not database.disk_full(psycopg.errors.UniqueViolation("duplicate key"))
     connection.close()
+
+
+def test_grader_submit_says_how_many_graded_submissions_are_used_and_when_to_submit_again(service: Any,
+                                                                                         tmp_path: Path) -> None:
+    """The real CLI against the service on loopback: the receipt says "1 of 1 used" (dynamic-batching's
+    max_graded = 1 in this course), a second graded try is refused saying all are used, and inside a cooldown the
+    reason says once when to submit again and that the kept copy is not graded."""
+    import subprocess
+    import sys
+
+    def submit(lesson: str, path: Path, who: str = "ada") -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "grader", "submit", str(path), "--lesson", lesson, "--server",
+                               str(service.base_url), "--token", service.tokens[who]], capture_output=True,
+                              text=True, timeout=120)
+
+    batching = NOTEBOOK.parent.parent / "dynamic-batching" / "ada.ipynb"
+    first = submit("dynamic-batching", batching)
+    assert first.returncode == 0 and first.stdout.splitlines()[-1] == "graded submissions: 1 of 1 used", first.stdout
+    copy = tmp_path / "again.ipynb"
+    copy.write_bytes(batching.read_bytes() + b"\n")
+    refused = submit("dynamic-batching", copy)
+    assert refused.returncode == 2 and refused.stderr.strip().endswith(
+        "all 1 graded submissions of dynamic-batching are used (graded submissions: 1 of 1 used)"), refused.stderr
+    assert submit("inference-capacity", NOTEBOOK, "ben").stdout.splitlines()[-1] == "graded submissions: 1 used"
+    second = tmp_path / "v2.ipynb"
+    second.write_bytes(NOTEBOOK.read_bytes() + b" ")
+    wait = submit("inference-capacity", second, "ben")  # inside the 10-minute cooldown
+    said = wait.stderr.strip()
+    assert wait.returncode == 2 and "this copy is kept but not graded; submit again in" in said
+    assert len(re.findall(r"\d+ s\b", said)) == 1 and said.endswith("(graded submissions: 1 used)"), said

@@ -202,10 +202,11 @@ class _Handlers:
             if database.disk_full(err):  # the row was not written
                 raise OSError(errno.ENOSPC, "disk full") from None
             raise
+        used = admission.header()  # "1 of 4 used", wherever the receipt is shown
         if not admission.graded:
             headers = {"Retry-After": str(admission.retry_after)} if admission.retry_after else {}
-            return _json({"error": admission.why, "saved": receipt.to_dict()}, 429, headers)
-        return _json(receipt.to_dict(), 202)
+            return _json({"error": admission.why, "saved": receipt.to_dict()}, 429, headers | used)
+        return _json(receipt.to_dict(), 202, used)
 
     # -- reading ----------------------------------------------------------------------------------------------
     @requires("student", status_code=401)

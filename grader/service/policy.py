@@ -31,22 +31,32 @@ class Admission:
     why: str = ""
     retry_after: int | None = None
     """Seconds until the cooldown ends (None: waiting does not help)."""
+    used: int = 0
+    """Graded submissions of the lesson this student has used, this one included where it is graded."""
+    of: int | None = None
+    """The course's limit of graded submissions (`max_graded`), or None: no limit."""
+
+    def header(self) -> dict[str, str]:
+        """The `Graded-Submissions` header beside a receipt (`used=1; of=4`, or `used=1` without a limit): the
+        receipt's body stays the contract's five fields."""
+        return {"Graded-Submissions": f"used={self.used}" + (f"; of={self.of}" if self.of is not None else "")}
 
 
 def admit(queue: Queue, lesson_id: str, student: str, now: float) -> Admission:
     """Whether this student's new submission of the lesson is graded now (else it is saved only)."""
     limits = course.current().policy(lesson_id).submissions
     count, last = queue.graded_since(lesson_id, student)
-    if limits.max_graded is not None and count >= limits.max_graded:
-        return Admission(False, f"saved, not graded: all {limits.max_graded} graded submissions of {lesson_id} are "
-                                "used")
+    of = limits.max_graded
+    if of is not None and count >= of:
+        return Admission(False, f"saved, not graded: all {of} graded submissions of {lesson_id} are used", None,
+                         count, of)
     if last is not None and limits.cooldown_minutes > 0:
         wait = last + limits.cooldown_minutes * 60 - now
         if wait > 0:
-            return Admission(False, f"saved, not graded: the next graded submission of {lesson_id} is possible in "
-                                    f"{math.ceil(wait)} s (a cooldown of {limits.cooldown_minutes:g} min)",
-                             math.ceil(wait))
-    return Admission(True)
+            return Admission(False, f"saved, not graded: graded submissions of {lesson_id} are {limits.cooldown_minutes:g} "
+                                    f"min apart, so this copy is kept but not graded; submit again in {math.ceil(wait)} "
+                                    "s to have it graded", math.ceil(wait), count, of)
+    return Admission(True, used=count + 1, of=of)
 
 
 def level(lesson_id: str, now: dt.datetime | None = None) -> str:
