@@ -87,13 +87,11 @@ def similarity_cmd(out_dir: Path, lesson_id: str | None, json_path: str | None, 
     from grader.classroom import similarity
     from grader.classroom.batch_folder import BatchFolder
     from grader.lesson import catalog
-    from grader.report import render_similarity
     from grader.result import record
 
     folder = BatchFolder(out_dir)
     lesson = catalog.get(lesson_id or similarity.batch_lesson(folder))
-    found = similarity.of_batch(folder, lesson, similarity.THRESHOLD if threshold is None else threshold)
-    files.write_text(folder.similarity, render_similarity.similarity_html(found, lesson))
+    found = similarity.write(folder, lesson, similarity.THRESHOLD if threshold is None else threshold)
     if json_path:  # "-": standard output, and nothing else there
         (sys.stdout.write if json_path == "-" else lambda text: files.write_text(json_path, text))(
             record.dumps(found.as_json()))

@@ -117,7 +117,7 @@ def test_a_task_the_cluster_gives_up_on_is_a_row_to_retry_never_a_stopped_batch(
 
 
 def test_a_task_on_a_worker_without_a_template_still_grades(tmp_path):
-    from grader.classroom import cluster
+    from grader.classroom import workers as cluster
     from grader.kernel import zygote
 
     notebook = tmp_path / "ada.ipynb"

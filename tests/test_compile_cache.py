@@ -22,9 +22,7 @@ def tiny_lesson(tmp_path, monkeypatch):
     real = catalog.get(LESSON)
     monkeypatch.setattr(handout, "given_cells_in_order",
                         lambda lesson: ["import jax, jax.numpy as jnp\ndouble = jax.jit(lambda x: x * 2)"])
-    compile_cache.folder_for.cache_clear()
     yield lambda: replace(real, compile_warmup="double(jnp.ones(3)).block_until_ready()")
-    compile_cache.folder_for.cache_clear()
 
 
 def test_a_fill_is_readable_by_everyone_and_made_once(tiny_lesson, monkeypatch):
@@ -54,7 +52,6 @@ def test_the_folder_changes_with_the_warm_up_and_the_device(tiny_lesson):
     first = compile_cache.folder_for(tiny_lesson(), "cpu")
     assert compile_cache.folder_for(tiny_lesson(), "gpu") != first  # another platform, another cache
     changed = replace(tiny_lesson(), compile_warmup="double(jnp.ones(4)).block_until_ready()")
-    compile_cache.folder_for.cache_clear()
     assert compile_cache.folder_for(changed, "cpu") != first
 
 

@@ -72,7 +72,7 @@ def test_a_per_student_handout_graded_where_the_course_does_not_vary_the_lesson_
     handouts = _release(tmp_path, "handouts")
     lesson = catalog.get(LESSON)
     odd = next(p for p in sorted(handouts.glob("*.ipynb"))
-               if variants.found_numbers(lesson, nbformat.read(p, as_version=4))[1] != variants.defaults(lesson))
+               if handout.found_numbers(lesson, nbformat.read(p, as_version=4))[1] != variants.defaults(lesson))
     _in(own_course("second", use=False), monkeypatch)
     with pytest.raises(GraderError, match=r"is a per-student handout of inference-capacity .* but second .* does not "
                                           r"grade inference-capacity per student"):

@@ -44,8 +44,8 @@ def draws(folder: Path) -> dict[str, Any]:
             batch[student] = {"seed": parent.seed, "seed_from": parent.seed_from, "variant": parent.numbers,
                               "handout_key": parent.handout_key}
             found[f"{lesson.id}/{student}"] = {
-                "student": drawn.submission.student, "seed": drawn.seed, "seed_from": drawn.seed_from,
-                "hash_seed": drawn.hash_seed, "numbers": drawn.numbers, "handout_of": drawn.handout_of,
+                "student": drawn.submission.student, "seed": drawn.draw.seed, "seed_from": drawn.draw.seed_from,
+                "hash_seed": drawn.draw.hash_seed, "numbers": drawn.numbers, "handout_of": drawn.handout_of,
                 "cases": _digest(drawn.plans)}
         found[f"{lesson.id}/batch"] = batch
     return json.loads(json.dumps(found))  # tuples as lists, as the file holds them

@@ -237,7 +237,7 @@ def test_a_deep_folder_and_hostile_names_still_give_one_plain_results_json(bundl
 
 def test_a_grader_failure_still_writes_results_json(tmp_path, monkeypatch):
     from grader import grading
-    from grader.classroom import host as worker
+    from grader.classroom import workers as worker
 
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)

@@ -46,10 +46,10 @@ def test_the_warm_prefix_holds_only_while_the_lessons_first_cells_are_unchanged(
     sources = handout.warm_sources(catalog.get(warm))
     assert len(sources) == 3 and handout.warm_sources(catalog.get("dynamic-batching")) == ()
     nb = _notebook(*sources, "x = 1")
-    assert handout.warm_prefix(catalog.get(warm), nb) == frozenset(range(3))
+    assert handout.warm_prefix(sources, nb) == frozenset(range(3))
     edited = _notebook(sources[0] + "\nimport os", *sources[1:], "x = 1")
-    assert handout.warm_prefix(catalog.get(warm), edited) == frozenset()
-    assert handout.warm_prefix(catalog.get(warm), _notebook("x = 1")) == frozenset()
+    assert handout.warm_prefix(sources, edited) == frozenset()
+    assert handout.warm_prefix(sources, _notebook("x = 1")) == frozenset()
 
 
 def test_given_sources_match_the_scaffolds_given_cells():
@@ -59,12 +59,12 @@ def test_given_sources_match_the_scaffolds_given_cells():
 
 
 def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, monkeypatch):
-    """A batch's parent reads every lesson of the course before its workers fork (handout.warm); one that cannot be
+    """A batch's parent reads every lesson of the course before its workers fork (workers.prepare); one that cannot be
     read is passed over there, as a grade passes it over when it compares a notebook's names."""
     import shutil
 
     from grader.base.options import Options
-    from grader.classroom import host as worker
+    from grader.classroom import workers as worker
 
     root = Path(__file__).resolve().parent.parent
     home = tmp_path / "course"
@@ -77,13 +77,13 @@ def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, m
         lesson = catalog.get("inference-scaling")
         with pytest.raises(LessonError):
             catalog.get("broken")
-        handout.warm(lesson)
+        assert list(handout.other_lessons(lesson)) == []  # the broken one is passed over
         assert handout.other_lesson(lesson, handout.scaffold(lesson)) is None
         real = catalog.get
         monkeypatch.setattr(catalog, "get", lambda lesson_id: real(lesson_id) if lesson_id == lesson.id else
                             (_ for _ in ()).throw(OSError(f"{lesson_id}: unreadable")))
         with pytest.raises(OSError):
-            handout.warm(lesson)
+            list(handout.other_lessons(lesson))
         worker.prepare(lesson, Options(zygote=False, public_only=True), 0)  # the batch goes on
     finally:
         catalog.forget()
@@ -96,5 +96,8 @@ def test_warming_a_lesson_looks_up_only_the_others(monkeypatch):
     looked_up: list[str] = []
     real_get = catalog.get
     monkeypatch.setattr(catalog, "get", lambda lesson_id: looked_up.append(lesson_id) or real_get(lesson_id))
-    handout.warm(lesson)
+    from grader.base.options import Options
+    from grader.classroom import workers
+
+    workers.prepare(lesson, Options(zygote=False, public_only=True), 0)
     assert sorted(looked_up) == sorted(set(catalog.available()) - {"inference-scaling"})

@@ -173,6 +173,56 @@ def internal_imports(source: str) -> list[str]:
     return found
 
 
+MAX_IMPORTS = 20
+"""No module imports more than this many of the package's modules: a hallway that knows every room is a room to split."""
+IMPORT_LIMITS = {"grading.py": 18, "classroom/batch.py": 14, "service/dispatch.py": 12}
+"""The spine, the batch and the service's grading loop stay short of the rooms they pass through (issue 60)."""
+MAX_LESSON_CACHES = 2
+"""Caches keyed by a lesson: the prepared lesson (grading.prepared) and the reference per student's numbers. Any
+other piece of a lesson a grade needs is a field of the prepared lesson, not a side-effect filled for forks."""
+
+
+def grader_imports(source: str, module: str) -> set[str]:
+    """The package's modules (as paths under grader/) that a module's source imports, absolute or relative."""
+    package = module.replace("/", ".").removesuffix(".py").rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = ("grader." + package if package else "grader").split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            if name.startswith("grader."):
+                path = name.removeprefix("grader.").replace(".", "/") + ".py"
+                if (PACKAGE / path).is_file():
+                    found.add(path)
+    return found - {module}
+
+
+def too_many_imports(source: str, module: str) -> str:
+    limit = IMPORT_LIMITS.get(module, MAX_IMPORTS)
+    count = len(grader_imports(source, module))
+    return f"imports {count} of the package's modules (at most {limit})" if count > limit else ""
+
+
+def lesson_caches(source: str) -> list[str]:
+    """Functions cached (functools.cache, lru_cache) whose first parameter is a lesson."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef) or not node.args.args:
+            continue
+        cached = any("cache" in ast.unparse(d) for d in node.decorator_list)
+        first = node.args.args[0].annotation
+        if cached and first is not None and ast.unparse(first).split(".")[-1] == "Lesson":
+            found.append(node.name)
+    return found
+
+
 TESTS = Path(__file__).resolve().parent
 ROUND_NAME = re.compile(r"(^|_)round_?\d+($|_)")
 """A test file is named after the module or the concept it tests, never after the round of work that wrote it."""
@@ -198,6 +248,14 @@ def breaches() -> list[str]:
         found += [f"grader/{name}: {what}" for what in dict_readers(source, str(name))]
         if str(name) != LAYOUT_OWNER:
             found += [f"grader/{name}: {what}" for what in layout_literals(source)]
+    caches = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source, name = path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE))
+        if too_many_imports(source, name):
+            found.append(f"grader/{name}: {too_many_imports(source, name)}")
+        caches += [f"grader/{name}:{function}" for function in lesson_caches(source)]
+    if len(caches) > MAX_LESSON_CACHES:
+        found.append(f"{len(caches)} caches keyed by a lesson (at most {MAX_LESSON_CACHES}): {', '.join(caches)}")
     for folder in LESSON_CODE:
         for path in sorted((COURSE / folder).rglob("*.py")):
             found += [f"{path.relative_to(COURSE)}: {what}" for what in internal_imports(path.read_text(encoding="utf-8"))]
@@ -213,6 +271,22 @@ def test_a_test_file_named_after_a_round_is_caught():
                         "test_surround.py"]) == [
         "tests/test_walkthrough_round3.py: named after a round of work, not what it tests",
         "tests/test_red_team_round5.py: named after a round of work, not what it tests"]
+
+
+def test_a_module_importing_too_many_rooms_is_caught():
+    many = "\n".join(f"from grader.{m.parent.name} import {m.stem}" for m in sorted(PACKAGE.glob("*/*.py"))
+                     if m.stem != "__init__")
+    assert too_many_imports(many, "classroom/batch.py").startswith("imports ")
+    assert too_many_imports("from grader.base import files\nfrom . import batch_folder\n", "classroom/batch.py") == ""
+    assert grader_imports("from . import batch_folder\nfrom ..base import files\n", "classroom/batch.py") == {
+        "classroom/batch_folder.py", "base/files.py"}
+
+
+def test_a_cache_keyed_by_a_lesson_is_caught():
+    assert lesson_caches("@functools.cache\ndef f(lesson: catalog.Lesson) -> int:\n    return 1\n") == ["f"]
+    assert lesson_caches("@functools.lru_cache(maxsize=4)\ndef g(lesson: Lesson, n: int) -> int:\n    return n\n") == ["g"]
+    assert lesson_caches("def f(lesson: catalog.Lesson) -> int:\n    return 1\n") == []
+    assert lesson_caches("@functools.cache\ndef f(path: Path) -> int:\n    return 1\n") == []
 
 
 def test_a_long_function_is_caught():

@@ -184,25 +184,25 @@ def test_warm_cells_stand_for_an_unchanged_leading_prefix_only():
     lesson = catalog.get("inference-scaling")
     solution = handout.solution_notebook(lesson)
     leading = [i for i, c in enumerate(solution.cells) if c.cell_type == "code"][:3]
-    assert handout.warm_prefix(lesson, solution) == frozenset(leading)
+    assert handout.warm_prefix(handout.warm_sources(lesson), solution) == frozenset(leading)
     solution.cells[leading[1]].source += "\n\n"  # whitespace at the end changes nothing that runs
-    assert handout.warm_prefix(lesson, solution) == frozenset(leading)
+    assert handout.warm_prefix(handout.warm_sources(lesson), solution) == frozenset(leading)
     changed = handout.solution_notebook(lesson)
     changed.cells[_code_index(changed, "given-pipeline")].source = changed.cells[
         _code_index(changed, "given-pipeline")].source.replace("THRESHOLD = PERIODS[1:9], PERIODS[9:], 40",
                                                                 "THRESHOLD = PERIODS[1:9], PERIODS[9:], 41")
     assert "41" in changed.cells[_code_index(changed, "given-pipeline")].source
-    assert handout.warm_prefix(lesson, changed) == frozenset()
+    assert handout.warm_prefix(handout.warm_sources(lesson), changed) == frozenset()
     before = handout.solution_notebook(lesson)
     before.cells.insert(0, nbformat.v4.new_code_cell("SEED = 1"))
-    assert handout.warm_prefix(lesson, before) == frozenset()
+    assert handout.warm_prefix(handout.warm_sources(lesson), before) == frozenset()
 
 
 def test_warm_cells_must_be_the_leading_silent_given_cells(tmp_path):
     lesson = catalog.get("inference-scaling")
 
     def check(cells, folder=lesson.folder):
-        return handout.warm_sources.__wrapped__(dataclasses.replace(lesson, warm_cells=cells, folder=folder))
+        return handout.warm_sources(dataclasses.replace(lesson, warm_cells=cells, folder=folder))
 
     assert len(check(("given-source", "given-pipeline"))) == 2
     with pytest.raises(LessonError, match="not the scaffold's first code cells"):

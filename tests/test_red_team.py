@@ -140,14 +140,14 @@ def test_a_batch_refuses_a_cluster_started_without_the_guard(tmp_path):
     distributed = pytest.importorskip("distributed")
     from grader import grading
     from grader.base.errors import GraderError
-    from grader.classroom import certs, cluster
+    from grader.classroom import certs, workers as cluster
 
     tls = tmp_path / "tls"
     certs.make(tls)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                                   host="127.0.0.1", protocol="tls://", security=certs.security(tls, "scheduler")
                                   ) as unguarded, pytest.raises(GraderError, match="run without the course's guard"):
-        list(cluster.results(unguarded.scheduler_address, [], "inference-scaling", grading.Options(), {}, 0, tls=tls))
+        list(cluster.on_cluster(unguarded.scheduler_address, [], "inference-scaling", grading.Options(), {}, 0, tls=tls))
 
 
 # 4. (low) the review token is never a cookie: another local server could read it
@@ -183,7 +183,7 @@ def test_a_decoy_cell_before_the_given_variant_cell_is_not_taken_for_it():
     book = handout.scaffold(lesson, {"P99_SLO_MS": 8.0})  # another handout's numbers in the given cell
     given = next(i for i, c in enumerate(book.cells) if c.get("id") == lesson.variant_cell)
     book.cells.insert(0, nbformat.v4.new_code_cell("P99_SLO_MS = 12.0  # a decoy"))
-    index, held = variants.found_numbers(lesson, book)
+    index, held = handout.found_numbers(lesson, book)
     assert index == given + 1 and held == {"P99_SLO_MS": 8.0}
     ran, _ = variants.applied(lesson, book, {"P99_SLO_MS": 15.0})
     assert "P99_SLO_MS = 15.0" in ran.cells[given + 1].source and ran.cells[0].source.startswith("P99_SLO_MS = 12.0")

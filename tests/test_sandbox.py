@@ -385,12 +385,10 @@ def filled_cache(tmp_path_factory):
 
     patch = pytest.MonkeyPatch()
     patch.setenv("GRADER_CACHE", str(tmp_path_factory.mktemp("grader-cache")))
-    compile_cache.folder_for.cache_clear()
     try:
         yield compile_cache.ensure(catalog.get(LESSON), "cpu")
     finally:
         patch.undo()
-        compile_cache.folder_for.cache_clear()
 
 
 @both
@@ -484,7 +482,7 @@ def test_warm_cells_that_raise_print_or_need_ipython_are_left_to_each_kernel(cel
 def test_a_template_started_by_the_command_line_is_the_one_the_batch_forks_from():
     """warm_start.start (what `grader batch` calls before its imports) and worker.prepare (what the batch
     calls after them) agree on the template: one zygote, started once, ready when prepare returns."""
-    from grader.classroom import host as worker
+    from grader.classroom import workers as worker
     from grader.kernel import warm_start
     from grader.lesson import catalog
 

@@ -160,7 +160,7 @@ def test_validate_grades_drawn_variants_each_with_its_own_numbers(tmp_path, monk
     def grade(path, lesson_id, options, student, chosen):  # stands in for a kernel run: the reference passes, the bare handout not
         book = nbformat.read(path, as_version=4)
         numbers = chosen.numbers if isinstance(chosen, draw.Draw) else None
-        graded.append((Path(path).name, numbers, variants.found_numbers(catalog.get(lesson_id), book)[1]))
+        graded.append((Path(path).name, numbers, handout.found_numbers(catalog.get(lesson_id), book)[1]))
         passes = "reference" in str(path) and "scaffold" not in str(path)
         return GradeResult(status="graded", lesson=lesson_id, student="x", exercises=(
             ExerciseResult("burst", "passed" if passes else "failed", float(passes), 1.0, "simulated", ()),))

@@ -100,7 +100,7 @@ def variant_firsts(lesson: catalog.Lesson) -> list[str]:
     if source is None:
         return [f"{lesson.folder / 'lesson.toml'}: [variants] names the cell {lesson.variant_cell!r}, which is no "
                 "given cell of the scaffold"]
-    assigned = variants.assigned(source)
+    assigned = handout.assigned(source)
     return [f"{lesson.folder / 'lesson.toml'}: [variants] {name}'s first choice is {choices[0]:g}, but the given cell "
             f"{lesson.variant_cell!r} assigns {assigned[name]:g}: the first choice is the text's own number"
             if name in assigned else

@@ -22,9 +22,9 @@ import nbformat
 from grader import grading
 from grader.base.options import Options
 from grader.intake import load
+from grader.judge import judging
 from grader.lesson import catalog, draw as drawing, mistakes, releases
-from grader.run import probe
-from grader.run.cells import SKIPPED
+from grader.run import probe, submission
 
 SEEDS = tuple(range(7000, 7005))
 """The seeds a validation draws hidden cases from (five: `validate --proof-seeds N` asks for more)."""
@@ -63,17 +63,16 @@ def prove(lesson: catalog.Lesson, options: Options, seeds: tuple[int, ...] = SEE
 def scores_by_seed(lesson: catalog.Lesson, path: Path, seeds: tuple[int, ...],
                    options: Options) -> dict[int, dict[str, float]]:
     """Each exercise's score under each seed: one run of the notebook, probed with every seed's hidden cases."""
-    submission = load.read(path)
-    restored, _ = releases.restore(lesson, submission.notebook)
-    submission = dataclasses.replace(submission, notebook=restored)
-    per_seed = {seed: grading.plans_for(lesson, seed, False) for seed in seeds}
+    read = load.read(path)
+    ready = grading.prepared(lesson, options.public_only)
+    restored, _ = releases.restore(lesson, read.notebook, ready.given_by_id)
+    per_seed = {seed: submission.plans_for(lesson, seed, False) for seed in seeds}
     public = {ex.id: len(ex.cases) for ex in lesson.exercises}
     merged = [probe.ExercisePlan(plan.exercise_id, plan.needs, plan.cases[:public[plan.exercise_id]] + tuple(
         case for plans in per_seed.values() for case in plans[index].cases[public[plan.exercise_id]:]))
         for index, plan in enumerate(per_seed[seeds[0]])]
-    ran = grading.run_submission(lesson, submission, merged, options, drawing.hash_seed_for(None, seeds[0]))
-    probes = {plan.exercise_id: probe.collect(plan, ran.executed.tail.get(plan.exercise_id, SKIPPED), ran.nonce,
-                                              options.limits.probe_payload_bytes) for plan in merged}
+    ran = submission.run(ready, restored, merged, options, drawing.hash_seed_for(None, seeds[0]))
+    probes = ran.probes
     scores: dict[int, dict[str, float]] = {}
     for seed, plans in per_seed.items():
         sliced = {}
@@ -82,6 +81,6 @@ def scores_by_seed(lesson: catalog.Lesson, path: Path, seeds: tuple[int, ...],
             start = shown + sum(len(per_seed[s][index].cases) - shown for s in seeds[:seeds.index(seed)])
             answers = found.results[:shown] + found.results[start:start + len(plan.cases) - shown]
             sliced[plan.exercise_id] = dataclasses.replace(found, results=answers) if found.status == "ok" else found
-        verdicts = grading.verdicts_of(lesson, plans, sliced, ran.executed, submission, options)
+        verdicts = judging.verdicts_of(ready, plans, sliced, ran, restored, options)
         scores[seed] = {v.id: v.score for v in verdicts}
     return scores

@@ -161,7 +161,7 @@ def run(root: Path, lesson_id: str, options: Any) -> tuple[dict[str, Any], dict[
     import time
 
     from grader import grading
-    from grader.classroom import host as worker
+    from grader.classroom import workers as worker
     from grader.kernel import leftovers
     from grader.kernel.isolation import NOBODY
 

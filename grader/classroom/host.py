@@ -2,43 +2,36 @@
 under either) do alike, written once.
 
 A host holds the lesson, its batch folder and its gradebook connection. It prepares the lesson once where the
-grades run here (`worker.prepare`: the warm template, the reference, the checks; forked workers inherit them),
-decides each student's draw and how to run it (`worker.Draws`: the course secret read here, never by a worker),
-records a grade in the one way (how it arrived and the instructor's decisions joined, then the batch folder; a
-student's data that cannot be recorded is recorded as why, never stopping the class), and writes the class's files
-by the one recipe (review_join.class_files: grades.csv, changes.csv with names, similarity.html, the dashboard).
-Who calls it decides only where work comes from (a class's folder, or the service's queue) and how it is waited on.
-
-The task each worker runs per submission is here too (`grade_one`): the spine's grade on the student's draw, then
-its reports drawn, never an exception. Local workers (batch.py, the service's hosts) and a cluster's (cluster.py)
-run the same task; the Gradescope container runs it for its one submission.
+grades run here (workers.prepare: the warm template, the prepared lesson; forked workers inherit them), decides
+each student's draw and how to run it (`Draws`: the course secret read here, never by a worker), replays a
+regrade's recorded seeds (`regrade_started`, `replayed`), records a grade in the one way (how it arrived and the
+instructor's decisions joined, then the batch folder; a student's data that cannot be recorded is recorded as
+why, never stopping the class), and writes the class's files by the one recipe (review_join.class_files:
+grades.csv, changes.csv with names, similarity.html, the dashboard). Who calls it decides only where work comes
+from (a class's folder, or the service's queue) and how it is waited on; where grades run is workers.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
-import os
 import sqlite3
-import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from grader import grading
-from grader.base import host as machine
-from grader.base.errors import GraderError
+from grader.authoring import validate
 from grader.base.options import Options
-from grader.classroom import review_join, review_store
-from grader.classroom.batch_folder import BatchFolder, Recorded, digest
-from grader.intake import load, roster as class_list
-from grader.kernel import warm_start
-from grader.lesson import catalog, draw as drawing, folders, handout, staff_code
+from grader.classroom import review_join, review_store, workers
+from grader.classroom.batch_folder import BatchFolder, Recorded, digest, entry_digest
+from grader.intake import layouts, roster as class_list
+from grader.lesson import catalog, course, draw as drawing
 from grader.lesson.draw import Draw, Given
 from grader.report import finish
 from grader.result import gradebook, regrade as regrades, sign
 from grader.result.parts import Submitted
-from grader.result.record import INTERNAL_ERROR
-from grader.run import probe
 
 
 class Draws:
@@ -58,59 +51,54 @@ class Draws:
                                        secret=self.secret, per_student=self.per_student)
 
 
-def prepare(lesson: catalog.Lesson, options: Options, hash_seed: int) -> None:
-    """Do once what every grade of a batch would otherwise repeat in each worker.
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """A regrade begun in the gradebook: its id, the recorded results it replays by student, the students whose
+    recorded seeds cannot be trusted, and the hash seed most of them were graded with (the class's template's)."""
 
-    Fills the lesson's compilation cache if this machine has none yet, starts
-    the shared zygote in the background, and meanwhile asks the reference for
-    every public case, loads the checks, compiles the JSON shape checks, reads
-    the host's facts and imports the report code; worker processes forked
-    afterwards inherit all of it. Nothing here is required: a worker does
-    whatever is missing itself.
-    """
-    starting = warm_start.start(lesson, options, hash_seed)
-    if not options.public_only:
-        try:
-            grading.public_expectations(lesson)
-        except Exception:
-            pass
-    staff_code.properties(lesson)
-    try:
-        handout.warm(lesson)
-    except Exception:  # a scaffold or another lesson that cannot be read: each grade then says why, or does without
-        pass
-    probe.warm()
-    load.warm()
-    machine.facts(folders.course_root())
-    finish.warm()
-    if starting is not None:
-        try:
-            starting.wait_ready()
-        except GraderError:
-            pass
+    regrading: str | None = None
+    recorded: dict[str, Any] = dataclasses.field(default_factory=dict)
+    untrusted: frozenset[str] = frozenset()
+    hash_seed: int | None = None
 
 
-def grade_one(path: str | Path, lesson_id: str, options: Options, student: str | None = None,
-              chosen: drawing.Draw | drawing.Given = drawing.Given()) -> finish.Graded:
-    """The per-submission task of a batch (local worker or cluster), on the student's draw: a result, never an
-    exception."""
-    import traceback
+def regrade_started(lesson: catalog.Lesson, book: gradebook.Gradebook, force: bool) -> Replay:
+    """A regrade begun in the gradebook; refused, in one line, where validate.before_regrade objects and it is not
+    forced."""
+    if not force:
+        validate.before_regrade(lesson, book.recorded(lesson.id))
+    regrading = book.start_regrade(lesson.id)
+    key = sign.signing_key()
+    recorded, untrusted = regrades.trusted(book.recorded(lesson.id), key.public_key() if key is not None else None)
+    return Replay(regrading, recorded, frozenset(untrusted), regrades.batch_hash_seed(recorded))
 
-    started = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the host
-    try:
-        result = grading.grade(path, lesson_id, options, student, chosen)
-    except GraderError as err:
-        result = grading.rejected(path, str(err), lesson_id, student)
-    except Exception as err:  # a grader bug must not stop the class; it is recorded loudly
-        traceback.print_exc()
-        result = grading.rejected(path, f"{INTERNAL_ERROR}: {type(err).__name__}: {err}", lesson_id, student)
-    rendering = time.monotonic()
-    graded = finish.drawn(result)
-    result = graded.result
-    if result.run is not None:
-        result = dataclasses.replace(result, run=result.run.timed("render", round(time.monotonic() - rendering, 3)))
-    return dataclasses.replace(graded, result=result,
-                               worker={"pid": os.getpid(), "start": started, "end": time.monotonic()})
+
+def to_grade(found: tuple[layouts.Entry, ...], book: gradebook.Gradebook, lesson_id: str,
+            regrading: str | None = None) -> tuple[list[layouts.Entry], list[layouts.Entry], list[str]]:
+    """(to grade, to reject: several files or a refused entry, the students recorded already: unchanged, or in a
+    regrade, graded by this regrade already)."""
+    todo, clashes, skipped = [], [], []
+    for entry in found:
+        if book.has(lesson_id, entry.student, entry_digest(entry), regrading):
+            skipped.append(entry.student)
+        elif len(entry.paths) == 1 and not entry.refused:
+            todo.append(entry)
+        else:
+            clashes.append(entry)
+    return todo, clashes, skipped
+
+
+def submitted_as(layout: str, entry: layouts.Entry, members: class_list.Roster | None) -> Submitted:
+    """How the submission arrived: the layout, the platform's name and late mark, and the roster's match."""
+    member = members.find(entry.student) if members else None
+    return Submitted(layout, tuple(p.name for p in entry.paths), (member.name if member else "") or entry.name,
+                     entry.late, None if members is None else member is not None, member.section if member else "",
+                     entry.submitted_at)
+
+
+def served(name: str, received_at: str, receipt: tuple[tuple[str, str], ...]) -> Submitted:
+    """How a submission the service received arrived: its name, when, and the receipt the student was given."""
+    return Submitted("service", (name,), submitted_at=received_at, receipt=receipt)
 
 
 class LessonHost:
@@ -120,9 +108,20 @@ class LessonHost:
                  given: Given, grades_here: bool) -> None:
         self.lesson, self.out, self.book = lesson, out, book
         self.draws = Draws(lesson, options, given)
-        sign.signing_key()  # read now: a bad key stops the class before any grade
+        self.signing = sign.signing_key() is not None  # read now: a bad key stops the class before any grade
+        self.replaying: tuple[str | None, dict[str, dict[str, Any]]] = (None, {})
         if grades_here:
-            prepare(lesson, options, given.hash_seed or 0)
+            workers.prepare(lesson, options, given.hash_seed or 0)
+
+    @classmethod
+    def serving(cls, lesson_id: str, out: BatchFolder, options: Options, jobs: int, given: Given,
+                grades_here: bool) -> LessonHost:
+        """A lesson host of the service: the lesson looked up, the folder's gradebook opened, the template's hash
+        seed decided for the lesson as a batch's is."""
+        lesson = catalog.get(lesson_id)
+        given = dataclasses.replace(given, hash_seed=drawing.batch_hash_seed_for(lesson.id, given.hash_seed))
+        return cls(lesson, out, out.open_gradebook(), dataclasses.replace(options, jobs_at_once=jobs), given,
+                   grades_here)
 
     def drawn(self, student: str, recorded: dict[str, Any] | None = None) -> tuple[Options, Draw]:
         """How to run one student's grade and their draw (`recorded`: their result a regrade replays)."""
@@ -146,6 +145,65 @@ class LessonHost:
                                        digest=joined.result.digest or digest(path), submitted_as=arrived)
             return self.out.store(self.book, named, path, finish.Graded(safe), key, regrade, self.lesson)
 
+    def replayed(self, regrade: str) -> dict[str, dict[str, Any]]:
+        """The results a regrade under way replays, by student (read once per regrade; a seed whose signature fails
+        is not replayed)."""
+        if self.replaying[0] != regrade:
+            key = sign.signing_key()
+            trusted, _ = regrades.trusted(self.book.recorded(self.lesson.id),
+                                          key.public_key() if key is not None else None)
+            self.replaying = (regrade, trusted)
+        return self.replaying[1]
+
+    @contextlib.contextmanager
+    def decisions(self) -> Iterator[review_store.Store | None]:
+        """The instructor's review decisions (None where there are none yet), open while grades are recorded."""
+        store = review_store.Store(self.out.review_store) if self.out.review_store.is_file() else None
+        try:
+            yield store
+        finally:
+            review_store.close(store)
+
+    def rejected(self, path: Path, reason: str, student: str, **fields: Any) -> finish.Graded:
+        """The result of a submission refused before any grade (several files, an entry refused), with `fields`."""
+        return finish.Graded(dataclasses.replace(grading.rejected(path, reason, self.lesson.id, student), **fields))
+
+    def kept_roster(self) -> class_list.Roster | None:
+        """The roster kept beside the gradebook, if the class was given one."""
+        return review_join.members_of(self.out)
+
+    @property
+    def sends_grades(self) -> bool:
+        """Whether the course sends this lesson's grades back to its LMS."""
+        return course.current().policy(self.lesson.id).submissions.send_grades
+
+    def moved(self, unchanged: list[str], store: review_store.Store | None,
+              members: class_list.Roster | None) -> list[str]:
+        """Recorded grades that a changed policy, due date, extension or decision moves, joined again (no kernel)."""
+        return review_join.moved(self.out, self.lesson, unchanged, store, members or self.kept_roster(), self.book)
+
     def class_files(self, members: class_list.Roster | None, moved: Any = None) -> None:
         """grades.csv, changes.csv (with names; a regrade's `moved`), similarity.html and the dashboard."""
         review_join.class_files(self.out, self.lesson, self.book, members, moved)
+
+    def class_done(self, members: class_list.Roster | None, regrading: str | None, complete: bool) -> ClassDone:
+        """The class's files from the gradebook's latest rows, and what a summary says of them; a regrade that
+        `complete`d with no grader failure left to retry is finished in the gradebook."""
+        latest = self.book.latest(self.lesson.id)
+        unsigned = sorted(s for s, data in self.book.recorded(self.lesson.id).items() if not data.get(sign.SIGNATURE))
+        moved = regrades.changes(self.book.changed_by(self.lesson.id, regrading)) if regrading else None
+        self.class_files(members, moved)
+        if moved is not None and complete:
+            self.book.finish_regrade(self.lesson.id)
+        return ClassDone(review_join.absent(members, latest, self.lesson.id), unsigned,
+                         None if moved is None else [change.line() for change in moved])
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassDone:
+    """A class's files written: the roster's students with no submission, the results recorded unsigned, and the
+    grades a regrade changed (one line each; None without a regrade)."""
+
+    absent: list[dict[str, Any]]
+    unsigned: list[str]
+    changed: list[str] | None

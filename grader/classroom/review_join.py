@@ -102,7 +102,6 @@ def class_files(out: BatchFolder, lesson: Lesson, book: gradebook.Gradebook, mem
     regrade's changes.csv (`moved`, with the roster's names), similarity.html, grades.csv and the dashboard, from
     the gradebook's rows as they are now; returns the roster's absent students."""
     from grader.classroom import similarity
-    from grader.report import render_similarity
     from grader.result import regrade
 
     latest = book.latest(lesson.id)
@@ -110,8 +109,7 @@ def class_files(out: BatchFolder, lesson: Lesson, book: gradebook.Gradebook, mem
     names = {row["student"]: row["name"] for row in [*latest, *missing] if row.get("name")}
     if moved is not None:
         regrade.write_csv(moved, out.changes_csv, names)
-    similar = similarity.of_batch(out, lesson)
-    files.write_text(out.similarity, render_similarity.similarity_html(similar, lesson, names))
+    similar = similarity.write(out, lesson, names=names)
     gradebook.write_csv(latest, [ex.id for ex in lesson.exercises], out.grades_csv, missing,
                         tuple(q.cell for q in lesson.written))
     files.write_text(out.dashboard, render.dashboard_html(latest, lesson, missing, moved, similar, agreement))

@@ -340,6 +340,16 @@ def of_batch(out: BatchFolder, lesson: Any, threshold: float = THRESHOLD) -> Rep
     return dataclasses.replace(analyse(notebooks, handout.scaffold(lesson), threshold), foreign=sorted(_foreign(out)))
 
 
+def write(out: BatchFolder, lesson: Any, threshold: float = THRESHOLD, names: dict[str, str] | None = None) -> Report:
+    """A batch folder's similarity.html written (each student as `Name (id)` where `names` gives one); its report."""
+    from grader.base import files
+    from grader.report import render_similarity
+
+    found = of_batch(out, lesson, threshold)
+    files.write_text(out.similarity, render_similarity.similarity_html(found, lesson, names))
+    return found
+
+
 def _foreign(out: BatchFolder) -> list[tuple[str, str]]:
     """(student, owner) for each result that records another student's handout (GradeResult.handout_of)."""
     return [(student, result.handout_of) for student, result in out.read_all() if isinstance(result.handout_of, str)]

@@ -240,6 +240,16 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
     return "error", [f"{names} undefined after {cell_name(notebook, culprit.index)} raised {what}"]
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A submission judged, outside the kernel: each exercise's verdict, the notes on the notebook as a whole, and
+    how long judging took."""
+
+    verdicts: tuple[ExerciseResult, ...]
+    notes: tuple[str, ...]
+    seconds: float
+
+
 def judge_lesson(exercises: tuple[Exercise, ...], owned: dict[str, tuple[list[Case], Any]], probes: dict[str, Probe],
                  public: dict[tuple[str, int], Expectation], reference: Any, cells: tuple[CellRun, ...], notebook: Any,
                  checks: Checks) -> list[ExerciseResult]:

@@ -16,7 +16,6 @@ changed lesson, library, flag or processor gets a new one.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import platform
@@ -61,7 +60,6 @@ def _version(name: str) -> str:
         return ""
 
 
-@functools.cache
 def folder_for(lesson: catalog.Lesson, device: str) -> Path:
     """The cache folder this lesson, device and machine would use (it may not exist yet)."""
     env = launch.kernel_env(Path("/tmp"), devices.KernelStart(device=device))

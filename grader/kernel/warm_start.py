@@ -2,7 +2,7 @@
 
 The template takes about a second to import the lesson's libraries; the
 grader's own imports and preparation take about half that again. `grader batch`
-starts it first, so the two overlap; `host.prepare` then finds it running
+starts it first, so the two overlap; `workers.prepare` then finds it running
 (same settings) and only waits for it. Nothing here is required: without a
 template every grade starts its kernel by itself.
 """

@@ -8,9 +8,8 @@ reference code.
 from __future__ import annotations
 
 import ast
-import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +97,45 @@ def variant_source(source: str, values: dict[str, float]) -> str:
     return "\n".join(line(text) for text in source.splitlines())
 
 
+def found_numbers(lesson: catalog.Lesson, notebook: Any,
+                  given_cells: Mapping[str, str] | None = None) -> tuple[int | None, dict[str, float]]:
+    """(index, numbers) of the notebook's variant cell, recognised by text, never by position or id: the code cell
+    that is the lesson's given variant cell but for its numbers; where none is (the student edited it), the first
+    code cell that assigns every variant name a number at top level. (None, {}) when there is neither. A decoy cell
+    placed before the given one is not taken for it. `given_cells`: the given cells, where the caller prepared
+    them (a grade's prepared lesson); else read from the scaffold."""
+    names = {name for name, _ in lesson.variants}
+    if not names:
+        return None, {}
+    seed = seed_numbers(lesson)
+    cells = given_by_id(lesson) if given_cells is None else given_cells
+    given = variant_source(cells.get(lesson.variant_cell, ""), seed).strip()
+    first: tuple[int, dict[str, float]] | None = None
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        values = assigned(cell.source)
+        if not names <= set(values):
+            continue
+        held = {name: values[name] for name in names}
+        if given and variant_source(cell.source, seed).strip() == given:
+            return index, held
+        first = first or (index, held)
+    return first if first is not None else (None, {})
+
+
+def assigned(source: str) -> dict[str, float]:
+    """The names a cell assigns a number at top level."""
+    try:
+        tree = syntax.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    return {node.targets[0].id: node.value.value for node in tree.body
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float))
+            and not isinstance(node.value.value, bool)}
+
+
 def top_level_names(notebook: Any) -> set[str]:
     """Names a notebook's code cells define at top level (functions, classes, assignments, imports)."""
     import ast
@@ -141,14 +179,6 @@ def other_lesson(lesson: catalog.Lesson, notebook: Any) -> tuple[str, int, int] 
     return best[1], best[2], best[3]
 
 
-def warm(lesson: catalog.Lesson) -> None:
-    """Read now what every grade of `lesson` reads from the scaffolds (a batch parent does this once, before its
-    workers fork): its prompts and given cells, and every other lesson a notebook's names are compared with."""
-    for read in (prompt_texts, given_sources, given_by_id):
-        read(lesson)
-    list(other_lessons(lesson))
-
-
 def other_lessons(lesson: catalog.Lesson) -> Iterator[catalog.Lesson]:
     """The course's other lessons that can be read (one that cannot is passed over). `lesson` is at hand already:
     it is never looked up again by its id."""
@@ -161,20 +191,17 @@ def other_lessons(lesson: catalog.Lesson) -> Iterator[catalog.Lesson]:
             continue
 
 
-@functools.cache
 def prompt_texts(lesson: catalog.Lesson) -> frozenset[str]:
     """The scaffold's own text (stripped) of its prediction and explanation cells: an unchanged one is unanswered."""
     return frozenset(cell.source.strip() for cell in scaffold(lesson).cells if cell.cell_type == "markdown"
                      and {"prediction", "explanation"} & set(cell.metadata.get("tags", [])))
 
 
-@functools.cache
 def given_sources(lesson: catalog.Lesson) -> frozenset[str]:
     """The sources (stripped) of the scaffold's code cells tagged `given`."""
     return frozenset(source.strip() for source in tagged(scaffold(lesson).cells, "given"))
 
 
-@functools.cache
 def warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
     """The sources of the lesson's `warm_cells`, checked: they must be the scaffold's first code cells, in order,
     tagged `given`, and none may end in an expression (a kernel would display its value; the template shows
@@ -203,11 +230,10 @@ def warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
     return tuple(sources)
 
 
-def warm_prefix(lesson: catalog.Lesson, notebook: Any) -> frozenset[int]:
+def warm_prefix(sources: tuple[str, ...], notebook: Any) -> frozenset[int]:
     """Indices of the notebook's cells that a template's warm run stands for: the first code cells with source,
-    when they are the lesson's warm cells unchanged and in order (matched by source, which the student controls
-    as much as ids and tags); otherwise none."""
-    sources = warm_sources(lesson)
+    when they are the lesson's warm cells (`sources`: warm_sources) unchanged and in order (matched by source,
+    which the student controls as much as ids and tags); otherwise none."""
     if not sources:
         return frozenset()
     code = [(i, cell.source) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip()]
@@ -217,7 +243,6 @@ def warm_prefix(lesson: catalog.Lesson, notebook: Any) -> frozenset[int]:
     return frozenset(i for i, _ in lead)
 
 
-@functools.cache
 def given_by_id(lesson: catalog.Lesson) -> dict[str, str]:
     """The scaffold's given code cells, by cell id."""
     return {cell.get("id", ""): cell.source for cell in scaffold(lesson).cells

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,10 +63,11 @@ def _digest(source: str) -> str:
     return hashlib.sha256(source.strip().encode("utf-8")).hexdigest()
 
 
-def restore(lesson: catalog.Lesson, notebook: Any) -> tuple[Any, Release]:
+def restore(lesson: catalog.Lesson, notebook: Any, current: Mapping[str, str] | None = None) -> tuple[Any, Release]:
     """The notebook to run (a copy, with earlier releases' given cells replaced by the current ones) and its
-    Release. A notebook with nothing to restore is returned as it is."""
-    current = handout.given_by_id(lesson)
+    Release. A notebook with nothing to restore is returned as it is. `current`: the given cells by id, where the
+    caller prepared them (a grade's prepared lesson); else read from the scaffold."""
+    current = handout.given_by_id(lesson) if current is None else current
     earlier = {sha: (release, cell) for sha, release, cell in lesson.earlier_given if cell in current}
     stated = catalog.released_version(notebook)
     found: dict[int, tuple[int, str]] = {}

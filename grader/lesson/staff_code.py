@@ -55,7 +55,6 @@ def _module(path: Path, name: str) -> ModuleType:
     return module
 
 
-@functools.cache
 def properties(lesson: catalog.Lesson) -> Checks:
     """The lesson's public consistency checks (`lessons/<id>/properties.py`): each is given what was asked
     (cases.Asked, decoded) and the student's decoded answer."""

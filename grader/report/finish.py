@@ -20,7 +20,7 @@ from grader.lesson import catalog
 from grader.report import render
 from grader.result import record, sign
 from grader.result.parts import Section
-from grader.result.record import GradeResult
+from grader.result.record import INTERNAL_ERROR, GradeResult
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,11 @@ class Graded:
     worker: dict[str, float] = dataclasses.field(default_factory=dict)
     """Which worker graded it and when it began and ended (pid, start, end; monotonic clock), for the batch's
     phase profile."""
+
+    @property
+    def grader_failed(self) -> bool:
+        """Whether the grader itself failed (a bug, a lost task): retried, never counted as the student's attempt."""
+        return (self.result.error or "").startswith(INTERNAL_ERROR)
 
     def sealed(self, key: Any, lesson: catalog.Lesson | None = None) -> dict[str, Any]:
         """The result as written: JSON data, signed with `key` (if any) over itself and the files beside it (and the

@@ -13,7 +13,6 @@ folder, owner-only) and is read only by the process that writes records.
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import json
 import math
@@ -242,9 +241,9 @@ def sign(data: dict[str, Any], key: Any) -> dict[str, Any]:
     return signed
 
 
-@functools.cache
 def lesson_digests(lesson: catalog.Lesson | None) -> tuple[str | None, str | None]:
-    """(lesson, reference) digests of a lesson's folders, read once per process; (None, None) for no lesson."""
+    """(lesson, reference) digests of a lesson's folders as they are when a result is recorded (a few small files,
+    read at each record: never a stale value a long-lived server kept); (None, None) for no lesson."""
     if lesson is None:
         return None, None
     return (folder_digest(lesson.folder, ("lesson.toml", "scaffold.py", "properties.py")),

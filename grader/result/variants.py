@@ -20,22 +20,20 @@ reference.
 
 from __future__ import annotations
 
-import ast
 import copy
-import dataclasses
 import hashlib
 import hmac
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from grader.base import files, syntax
+from grader.base import files
 from grader.base.errors import GraderError, SubmissionRejected
 from grader.judge import expectations
 from grader.lesson import catalog, course, draw, handout, staff_code
-from grader.lesson.cases import AskReference, Stated
 
 
 def enable(lesson: catalog.Lesson) -> Path:
@@ -56,49 +54,14 @@ def defaults(lesson: catalog.Lesson) -> dict[str, float]:
     return handout.seed_numbers(lesson)
 
 
-def found_numbers(lesson: catalog.Lesson, notebook: Any) -> tuple[int | None, dict[str, float]]:
-    """(index, numbers) of the notebook's variant cell, recognised by text, never by position or id: the code cell
-    that is the lesson's given variant cell but for its numbers; where none is (the student edited it), the first
-    code cell that assigns every variant name a number at top level. (None, {}) when there is neither. A decoy cell
-    placed before the given one is not taken for it."""
-    names = {name for name, _ in lesson.variants}
-    if not names:
-        return None, {}
-    seed = defaults(lesson)
-    given = handout.variant_source(handout.given_by_id(lesson).get(lesson.variant_cell, ""), seed).strip()
-    first: tuple[int, dict[str, float]] | None = None
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "code":
-            continue
-        values = assigned(cell.source)
-        if not names <= set(values):
-            continue
-        held = {name: values[name] for name in names}
-        if given and handout.variant_source(cell.source, seed).strip() == given:
-            return index, held
-        first = first or (index, held)
-    return first if first is not None else (None, {})
-
-
-def assigned(source: str) -> dict[str, float]:
-    """The names a cell assigns a number at top level."""
-    try:
-        tree = syntax.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return {}
-    return {node.targets[0].id: node.value.value for node in tree.body
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float))
-            and not isinstance(node.value.value, bool)}
-
-
-def refuse_elsewhere(lesson: catalog.Lesson, notebook: Any, name: str) -> None:
+def refuse_elsewhere(lesson: catalog.Lesson, notebook: Any, name: str,
+                     given_cells: Mapping[str, str] | None = None) -> None:
     """Refuse, in one line, to grade a per-student handout (its metadata names its student and it holds numbers
     other than the seed's) where this course does not grade the lesson per student: graded on the seed's numbers,
     a right answer would lose points without a word."""
     meta = notebook.metadata.get("grader") if isinstance(notebook.metadata, dict) else None
     owner = meta.get("student") if isinstance(meta, dict) else None
-    _, held = found_numbers(lesson, notebook)
+    _, held = handout.found_numbers(lesson, notebook, given_cells)
     if not isinstance(owner, str) or not held or held == defaults(lesson):
         return
     here = course.current()
@@ -109,15 +72,15 @@ def refuse_elsewhere(lesson: catalog.Lesson, notebook: Any, name: str) -> None:
 
 
 def own_numbers(lesson: catalog.Lesson, notebook: Any, numbers: dict[str, float] | None, name: str,
-                public_only: bool) -> tuple[Any, dict[str, float]]:
+                public_only: bool, given_cells: Mapping[str, str] | None = None) -> tuple[Any, dict[str, float]]:
     """(the notebook to run, the numbers it held): where the student's draw has numbers of their own, the notebook's
     variant cell set to them; else (the seed's) a per-student handout graded where the course does not vary the
     lesson is refused, never graded on numbers nobody handed out."""
     if numbers is None:
         if not public_only:
-            refuse_elsewhere(lesson, notebook, name)
+            refuse_elsewhere(lesson, notebook, name, given_cells)
         return notebook, {}
-    return applied(lesson, notebook, numbers)
+    return applied(lesson, notebook, numbers, given_cells)
 
 
 def held_elsewhere(notebook: Any, student: str, numbers: dict[str, float] | None, held: dict[str, float]) -> list[str]:
@@ -129,9 +92,10 @@ def held_elsewhere(notebook: Any, student: str, numbers: dict[str, float] | None
             f"({shown(numbers)})"]
 
 
-def applied(lesson: catalog.Lesson, notebook: Any, numbers: dict[str, float]) -> tuple[Any, dict[str, float]]:
+def applied(lesson: catalog.Lesson, notebook: Any, numbers: dict[str, float],
+            given_cells: Mapping[str, str] | None = None) -> tuple[Any, dict[str, float]]:
     """The notebook to run, its variant cell set to `numbers` (a copy), and the numbers the notebook itself held."""
-    index, held = found_numbers(lesson, notebook)
+    index, held = handout.found_numbers(lesson, notebook, given_cells)
     if index is None or held == numbers:
         return notebook, held
     notebook = copy.deepcopy(notebook)
@@ -211,27 +175,6 @@ def identity(lesson: catalog.Lesson, notebook: Any, given: str | None, stem: str
 def shown(numbers: dict[str, float]) -> str:
     """Numbers as `NAME = value, ...` for a note."""
     return ", ".join(f"{name} = {value:g}" for name, value in sorted(numbers.items()))
-
-
-def own_figures(lesson: catalog.Lesson, ex_id: str, cases: list[catalog.Case], numbers: dict[str, float] | None,
-                 notebook: Any, graded: bool) -> tuple[list[catalog.Case], dict[str, Any] | None]:
-    """Public cases whose figures follow the student's own numbers (`varies`): graded, the reference answers them
-    for those numbers (the namespace returned); in a self-check, which has no reference, the figures the handout
-    carries for its numbers stand in for the seed's."""
-    varied = [i for i, case in enumerate(cases) if case.varies and not case.hidden]
-    if not varied:
-        return cases, None
-    if graded:
-        if not numbers or numbers == defaults(lesson):
-            return cases, None
-        unstated = [dataclasses.replace(c, check=AskReference()) if i in varied else c
-                    for i, c in enumerate(cases)]
-        return unstated, staff_code.reference(lesson, tuple(sorted(numbers.items())))
-    figures = (notebook.metadata.get("grader") or {}).get("public")
-    if not isinstance(figures, dict) or found_numbers(lesson, notebook)[1] in ({}, defaults(lesson)):
-        return cases, None
-    return [dataclasses.replace(c, check=Stated(figures[f"{ex_id}/{i}"]))
-            if i in varied and f"{ex_id}/{i}" in figures else c for i, c in enumerate(cases)], None
 
 
 def release(lesson_id: str, out_dir: Path, roster: Path | None, students: tuple[str, ...], asked: bool = True) -> str:

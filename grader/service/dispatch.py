@@ -3,9 +3,9 @@
 `grader serve` forks a supervisor before it starts serving HTTP; the supervisor
 puts back jobs whose lease ran out (jobs.Queue.reap) and starts one lesson
 host per lesson with work waiting. A lesson host does what a batch's parent
-does (host.prepare: the warm template, the reference, the checks), then
+does (workers.prepare: the warm template, the prepared lesson), then
 forks its pool of workers and loops: claim what it has room for, grade each
-claim in a worker (host.grade_one), renew its leases, and record each grade
+claim in a worker (workers.grade_one), renew its leases, and record each grade
 into the lesson's batch folder (`OUT/<lesson>/`) before it marks the job done.
 Only the holder of a job's current lease records it: a host that stalled past
 its lease (stopped, swapped out) while another server graded the job finds its
@@ -28,21 +28,17 @@ import logging
 import multiprocessing
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader.base.errors import GraderError
 from grader.base.options import Options
-from grader.classroom import batch, review_store
-from grader.classroom.batch_folder import BatchFolder
-from grader.classroom.host import LessonHost, grade_one
-from grader.intake import roster as class_list
-from grader.lesson import catalog, course, draw as drawing
+from grader.classroom import host as hosting, workers
+from grader.classroom.batch_folder import BatchFolder, keep_received
+from grader.lesson import catalog, course
 from grader.lesson.draw import Draw, Given
-from grader.report import finish
-from grader.result import record, regrade as regrades, sign
-from grader.result.parts import Submitted
+from grader.report.finish import Graded
 from grader.service import policy
 from grader.service.jobs import Job, Outbox, Passback, Queue
 
@@ -78,19 +74,9 @@ class Setup:
     """What the command line fixes of every student's draw (`--seed`, `--hash-seed`)."""
 
 
-def received(out: BatchFolder, job: Job, body: bytes) -> Path:
-    """The submission's bytes as a file to grade, by digest (its name the one the student gave, made safe)."""
-    path = out.received(job.sha256, job.name)
-    if not path.is_file():
-        from grader.base import files
-
-        files.write_bytes(path, body)
-    return path
-
-
 def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
     """The supervisor's loop (a process of its own): reap expired leases, start a host per lesson with work."""
-    batch.die_with_parent()
+    workers.die_with_parent()
     os.nice(NICE)  # the HTTP side answers first: a receipt never waits behind a grade
     queue = Queue(setup.database)
     hosts: dict[str, Any] = {}
@@ -118,7 +104,7 @@ def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
 def passback(setup: Setup) -> None:
     """The outbox's sender, a process of its own beside the lesson hosts: each waiting grade goes to the LMS (the
     student's latest recorded one), retried with a backoff; an LMS that takes 40 s a score delays no grade."""
-    batch.die_with_parent()
+    workers.die_with_parent()
     outbox = Outbox(setup.database)
     worker = f"{setup.server}/passback"
     while True:
@@ -144,36 +130,29 @@ def _sent(setup: Setup, row: Passback) -> tuple[bool, str]:
 
 def host_lesson(setup: Setup, lesson_id: str) -> None:
     """One lesson's host: prepare once, then grade its queue until idle."""
-    batch.die_with_parent()
-    lesson = catalog.get(lesson_id)
-    options = replace(setup.options, jobs_at_once=setup.jobs)
-    given = replace(setup.given, hash_seed=drawing.batch_hash_seed_for(lesson.id, setup.given.hash_seed))
-    _Host(setup, lesson, options, given).loop()
+    workers.die_with_parent()
+    _Host(setup, lesson_id).loop()
 
 
 class _Host:
-    def __init__(self, setup: Setup, lesson: catalog.Lesson, options: Options, given: Given) -> None:
-        self.setup, self.lesson, self.options = setup, lesson, options
+    def __init__(self, setup: Setup, lesson_id: str) -> None:
+        self.setup = setup
         self.queue = Queue(setup.database)
-        self.out = BatchFolder(setup.out / lesson.id)
+        self.out = BatchFolder(setup.out / lesson_id)
         self.out.make()
         self.out.claim()
-        self.book = self.out.open_gradebook()  # the host's one connection: it records one job at a time
         # the lesson prepared (where grades run here), each student's draw, the one record, the class's files: as
-        # `grader batch` does them (classroom/host.py); the course secret is read there, never by a worker
-        self.host = LessonHost(lesson, self.out, self.book, options, given, grades_here=setup.scheduler is None)
-        self.worker = f"{setup.server}/{lesson.id}"
-        self.running: dict[cf.Future[finish.Graded], Job] = {}
-        self.pool = self._pool()
+        # `grader batch` does them (classroom/host.py); the course secret is read there, never by a worker. The
+        # gradebook connection is the host's one: it records one job at a time.
+        self.host = hosting.LessonHost.serving(lesson_id, self.out, setup.options, setup.jobs, setup.given,
+                                               grades_here=setup.scheduler is None)
+        self.lesson = self.host.lesson
+        self.worker = f"{setup.server}/{lesson_id}"
+        self.running: dict[cf.Future[Graded], Job] = {}
+        self.pool = workers.pool(setup.jobs, setup.scheduler)
         self.written = time.monotonic()
         self.dirty = False
-        self.regrade_seen: tuple[str | None, dict[str, dict[str, Any]]] = (None, {})
         self.outbox: Outbox | None = None
-
-    def _pool(self) -> cf.Executor:
-        if self.setup.scheduler is not None:  # each job a task of the cluster, waited on by a thread here
-            return cf.ThreadPoolExecutor(max_workers=self.setup.jobs)
-        return cf.ProcessPoolExecutor(max_workers=self.setup.jobs, initializer=batch.die_with_parent)
 
     def loop(self) -> None:
         last_work = time.monotonic()
@@ -198,25 +177,25 @@ class _Host:
             self._class_files(idle=False)
 
     def _start(self, job: Job) -> None:
-        known = self.book.score_of(job.lesson, job.student, job.sha256, job.regrade)
+        known = self.host.book.score_of(job.lesson, job.student, job.sha256, job.regrade)
         if known is not None:  # graded into the gradebook before its server died: never graded twice
             status, score, max_score, data = known
             self.queue.done(job, self.worker, status, score, max_score, data.error,
                             policy.verdicts(data))
             return
-        path = received(self.out, job, self.queue.body(job.sha256))
+        path = keep_received(self.out, job.sha256, job.name, self.queue.body(job.sha256))
         # the student's draw; a regrade's with the recorded seeds, as `grader batch --regrade` replays them
-        run_as, chosen = self.host.drawn(job.student, self._recorded(job.regrade).get(job.student)
+        run_as, chosen = self.host.drawn(job.student, self.host.replayed(job.regrade).get(job.student)
                                          if job.regrade is not None else None)
         if self.setup.scheduler is not None:
-            future = self.pool.submit(_on_cluster, self.setup, path, self.lesson.id, run_as, job.student, chosen,
-                                      self.host.draws.given.hash_seed or 0)
+            future = self.pool.submit(workers.one_on_cluster, self.setup.scheduler, self.setup.tls, path,
+                                      self.lesson.id, run_as, job.student, chosen, self.host.draws.given.hash_seed or 0)
         else:
             future = self.pool.submit(_graded, self.setup.database, job.id, str(path), self.lesson.id, run_as,
                                       job.student, chosen)
         self.running[future] = job
 
-    def _finish(self, future: cf.Future[finish.Graded], job: Job) -> None:
+    def _finish(self, future: cf.Future[Graded], job: Job) -> None:
         try:
             graded = future.result()
         except cf.process.BrokenProcessPool:
@@ -226,29 +205,24 @@ class _Host:
         except Exception as err:  # the grader's own failure: retried, never the student's attempt
             self.queue.failed(job, self.worker, f"{type(err).__name__}: {err}")
             return
-        if (graded.result.error or "").startswith(record.INTERNAL_ERROR):
+        if graded.grader_failed:
             self.queue.failed(job, self.worker, graded.result.error or "")
             return
         if not self.queue.holds(job, self.worker, self.setup.lease_s):  # the fencing token, checked at the write
             log.warning(f"submission {job.id} of {job.student} was graded here after its lease passed to "
                   "another server: this grade is dropped, the holder's is kept")
             return
-        result = self._record(job, graded)
+        receipt = (("id", job.origin or job.id), ("sha256", job.sha256), ("received_at", job.received_at))
+        with self.host.decisions() as store:
+            result = self.host.record(job.student, self.out.received(job.sha256, job.name), graded,
+                                      hosting.served(job.name, job.received_at, receipt), job.regrade, None,
+                                      store).result
         self.queue.done(job, self.worker, result.status, result.score, result.max_score, result.error,
                         policy.verdicts(result))
         self.dirty = True
-        if course.current().policy(self.lesson.id).submissions.send_grades and job.regrade is None:
+        if self.host.sends_grades and job.regrade is None:
             self.outbox = self.outbox or Outbox(self.setup.database)  # sent beside the grading (passback)
             self.outbox.put(self.lesson.id, job.student, result.digest)
-
-    def _recorded(self, regrade: str) -> dict[str, dict[str, Any]]:
-        """The results a regrade replays (read once per regrade; a seed whose signature fails is not replayed)."""
-        if self.regrade_seen[0] != regrade:
-            key = sign.signing_key()
-            trusted, _ = regrades.trusted(self.book.recorded(self.lesson.id),
-                                          key.public_key() if key is not None else None)
-            self.regrade_seen = (regrade, trusted)
-        return self.regrade_seen[1]
 
     def _broken(self) -> None:
         """A worker died: every job of the pool goes back to the queue, and a new pool is forked."""
@@ -256,57 +230,27 @@ class _Host:
             self.running.pop(other)
             self.queue.failed(job, self.worker, "a grading worker died")
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.pool = self._pool()
-
-    def _record(self, job: Job, graded: finish.Graded) -> Any:
-        receipt = (("id", job.origin or job.id), ("sha256", job.sha256), ("received_at", job.received_at))
-        arrived = Submitted("service", (job.name,), submitted_at=job.received_at, receipt=receipt)
-        store = review_store.Store(self.out.review_store) if self.out.review_store.is_file() else None
-        try:
-            return self.host.record(job.student, self.out.received(job.sha256, job.name), graded, arrived,
-                                    job.regrade, None, store).result
-        finally:
-            review_store.close(store)
+        self.pool = workers.pool(self.setup.jobs, self.setup.scheduler)
 
     def _class_files(self, idle: bool) -> None:
         if not self.dirty or (not idle and time.monotonic() - self.written < CLASS_FILES_S):
             return
         self.dirty, self.written = False, time.monotonic()
         try:
-            moved = self._regrade_done(self.book) if idle else None
-            members = class_list.read(self.out.roster) if self.out.roster.is_file() else None
-            self.host.class_files(members, moved)
-            if moved is not None:  # changes.csv is written: the gradebook's regrade is finished
-                self.book.finish_regrade(self.lesson.id)
-                self.regrade_seen = (None, {})
+            regrade = self.host.replaying[0]
+            done = idle and regrade is not None and not self.queue.regrading(self.lesson.id, regrade)
+            self.host.class_done(self.host.kept_roster(), regrade if done else None, complete=done)
+            if done:  # changes.csv is written: the gradebook's regrade is finished
+                self.host.replaying = (None, {})
         except (OSError, GraderError) as err:  # the class's files wait for the next grade; the grades are kept
             log.warning(f"the class files of {self.lesson.id} were not rewritten ({err})")
-
-    def _regrade_done(self, book: Any) -> Any:
-        """Who a regrade whose every job is done moved (None while it runs, or without one)."""
-        regrade = self.regrade_seen[0]
-        if regrade is None or self.queue.regrading(self.lesson.id, regrade):
-            return None
-        return regrades.changes(book.changed_by(self.lesson.id, regrade))
-
-
-def _on_cluster(setup: Setup, path: Path, lesson_id: str, options: Options, student: str, chosen: Draw,
-                hash_seed: int) -> finish.Graded:
-    """One job graded on the course's Dask cluster (classroom/cluster.py), as a batch's would be."""
-    from grader.classroom import cluster
-
-    assert setup.scheduler is not None
-    for _, graded in cluster.results(setup.scheduler, [(path, student)], lesson_id, options,
-                                     {student: (options, chosen)}, hash_seed, setup.tls):
-        return graded
-    raise GraderError("the cluster returned no result")
 
 
 _WORKER_QUEUE: list[Queue] = []
 
 
 def _graded(database: str, job_id: str, path: str, lesson_id: str, options: Options, student: str,
-            chosen: Draw) -> finish.Graded:
+            chosen: Draw) -> Graded:
     """A pool worker's task: say which process grades the job, then grade it as a batch's worker does."""
     try:
         if not _WORKER_QUEUE:
@@ -314,5 +258,5 @@ def _graded(database: str, job_id: str, path: str, lesson_id: str, options: Opti
         _WORKER_QUEUE[0].running_on(job_id, os.getpid())
     except GraderError:
         pass  # shown to the instructor only; the grade goes on
-    graded = grade_one(path, lesson_id, options, student, chosen)
+    graded = workers.grade_one(path, lesson_id, options, student, chosen)
     return dataclasses.replace(graded, worker={})

@@ -25,7 +25,7 @@ from typing import Any
 from grader.base import files
 from grader.base.errors import GraderError
 from grader.base.options import Options
-from grader.classroom import batch
+from grader.classroom import workers
 from grader.lesson import catalog, course
 from grader.lesson.draw import Given
 from grader.service import dispatch, guard
@@ -108,11 +108,9 @@ def serve(config: Config, ready: Any = None) -> None:
     logging.getLogger("grader.service").setLevel(logging.INFO)
     logging.getLogger("grader.service").propagate = False
     if config.scheduler:
-        from grader.classroom import certs
-
-        certs.check_address(config.scheduler, config.tls)
+        workers.check_address(config.scheduler, config.tls)
     else:
-        batch.refuse_without_isolation(config.options)
+        workers.refuse_without_isolation(config.options)
     where = database(config)
     Queue(where).close()  # the tables made, and a bad address refused, before anything starts
     keep_private(config.out, config.group)
