@@ -190,7 +190,8 @@ class LessonHost:
         """The class's files from the gradebook's latest rows, and what a summary says of them; a regrade that
         `complete`d with no grader failure left to retry is finished in the gradebook."""
         latest = self.book.latest(self.lesson.id)
-        unsigned = sorted(s for s, data in self.book.recorded(self.lesson.id).items() if not data.get(sign.SIGNATURE))
+        unsigned = sorted(s for s, data in self.book.recorded(self.lesson.id).items()
+                          if not data.get(sign.SIGNATURE)) if self.signing else []  # only said with a key
         moved = regrades.changes(self.book.changed_by(self.lesson.id, regrading)) if regrading else None
         self.class_files(members, moved)
         if moved is not None and complete:
