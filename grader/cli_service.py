@@ -19,8 +19,9 @@ from grader.cli_flags import FILE, Finite, echo, given_from, options_from, sandb
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="The address to listen on (0.0.0.0 for every one; put TLS in front, or pass --ssl-certfile).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--jobs", default=2, show_default=True, type=click.IntRange(min=1),
-              help="Submissions graded at once, per lesson being graded.")
+@click.option("--jobs", type=click.IntRange(min=1),
+              help="Submissions graded at once, per lesson being graded (default: as many as `grader batch` runs "
+                   "on this machine: two per core, fewer where memory is short).")
 @click.option("--database", help="postgresql://USER@HOST/DB for a queue shared by several servers (default: SQLite "
                                  "in the course's private folder); the password comes from ~/.pgpass, PGPASSFILE, "
                                  "PGPASSWORD or a service file, never from this address.")
@@ -40,15 +41,17 @@ from grader.cli_flags import FILE, Finite, echo, given_from, options_from, sandb
 @click.option("--group", help="A group that may read the output folder (0750); by default only its owner (0700).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @sandbox_options
-def serve_cmd(out_dir: Path, host: str, port: int, jobs: int, database: str | None, lease_s: float, min_free_mb: int,
+def serve_cmd(out_dir: Path, host: str, port: int, jobs: int | None, database: str | None, lease_s: float, min_free_mb: int,
               ssl_certfile: Path | None, ssl_keyfile: Path | None, scheduler: str | None, tls_dir: Path | None,
               url: str | None, head_s: float, group: str | None, no_zygote: bool, **flags: Any) -> None:
     """Serve the course: students submit (web page, `grader submit`, `grader.submit()`) and get feedback as soon
     as it is graded, from a durable queue."""
+    from grader.classroom import workers
     from grader.service import server
 
     given = given_from(flags)
     options = options_from(zygote=not no_zygote, **flags)
+    jobs = jobs or workers.default_jobs(options.device)  # the same workers a batch would use here
     if url is None and host not in ("127.0.0.1", "localhost", "::1"):
         echo(f"grader: note: no --url: an LMS launch is sent back to http://{host}:{port}/; pass --url with the "
              "address the LMS and students know (https://...)", err=True)

@@ -307,7 +307,7 @@ def test_the_printed_receipt_names_every_field_and_the_whole_digest() -> None:
 
 
 def test_the_outbox_keeps_one_waiting_grade_per_student_and_retries_a_refused_one_with_backoff(tmp_path: Path) -> None:
-    from grader.service.jobs import PASSBACK_TRIES, Outbox
+    from grader.service.lti.services import PASSBACK_TRIES, Outbox
 
     box = Outbox(tmp_path / "queue.sqlite")
     box.put("lab", "ada", "d1")

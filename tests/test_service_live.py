@@ -197,6 +197,48 @@ def test_a_server_killed_mid_burst_loses_nothing_and_grades_nothing_twice(course
     assert signed["manual"]["late"]["percent"] == 30
 
 
+def test_a_deadline_burst_is_taken_whole_each_admitted_in_turn_and_graded_once(course: dict[str, Any]) -> None:
+    """Every student of the class and a second copy from each of three, all sent at the same moment (one connection
+    each): no 5xx, a receipt each, and with `max_graded = 1` exactly one copy of each of those three graded and the
+    other saved (429), though copies that arrive together are kept in one transaction. Then each graded
+    submission is in the gradebook once."""
+    with (course["home"] / "course.toml").open("a") as toml:
+        toml.write(f"[lessons.{LESSON}.submissions]\nmax_graded = 1\n")
+    files = {s: _copy_for(s, course["tmp"]) for s in course["students"]}
+    twice = course["students"][:3]
+    again = course["tmp"] / "again"
+    again.mkdir()
+    seconds = {s: _copy_for(s, again, f"# {s}'s second copy") for s in twice}
+    sends = [(s, files[s]) for s in course["students"]] + [(s, seconds[s]) for s in twice]
+    answers: list[tuple[str, int, dict[str, Any]]] = []
+    gate = threading.Barrier(len(sends))
+
+    def send(student: str, path: Path) -> None:
+        with httpx.Client(timeout=60) as client:
+            gate.wait(30)
+            got = client.post(f"{url}/api/submissions", params={"lesson": LESSON}, content=path.read_bytes(),
+                              headers={"Authorization": f"Bearer {course['tokens'][student]}"})
+        answers.append((student, got.status_code, got.json()))
+
+    with serving(course) as (url, _):
+        threads = [threading.Thread(target=send, args=pair) for pair in sends]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(90)
+        assert sorted(code for _, code, _ in answers) == [202] * len(course["students"]) + [429] * len(twice)
+        taken = {student: said for student, code, said in answers if code == 202}
+        assert sorted(taken) == sorted(course["students"])  # one graded copy of each, the second of three saved
+        saved = [said for student, code, said in answers if code == 429]
+        assert all("all 1 graded submissions" in said["error"] and said["saved"]["id"] for said in saved)
+        ids = {said["id"] for said in taken.values()} | {said["saved"]["id"] for said in saved}
+        assert len(ids) == len(sends)  # a receipt each, none shared
+        rows = _wait_done(str(course["home"] / "private" / "queue.sqlite"), {said["id"] for said in taken.values()})
+    assert {row["state"] for row in rows} == {"done"}
+    book = sorted(_gradebook_rows(course["out"]))
+    assert book == sorted((student, said["sha256"]) for student, said in taken.items())  # each once, the graded copy
+
+
 def test_a_grading_worker_killed_mid_job_is_graded_again_and_not_counted(course: dict[str, Any]) -> None:
     database = str(course["home"] / "private" / "queue.sqlite")
     slow = _copy_for("s00", course["tmp"], "import time\ntime.sleep(6)")

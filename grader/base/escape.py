@@ -103,9 +103,12 @@ TOKEN_SHAPE = re.compile(rb"(?<![A-Za-z0-9_-])g[sil]_[A-Za-z0-9_-]{43}(?![A-Za-z
 """What a token of the course's service looks like (a student's `gs_`, an instructor's `gi_`, an LMS session's
 `gl_`, then 32 random bytes in URL-safe base64) inside a file."""
 TOKEN_REMOVED = b"<token removed>"
+_TOKEN_LIKE = re.compile(rb"g[sil]_[A-Za-z0-9_-]{43}")
+"""The same without its edges: a search that starts from a literal is some thirty times faster on a notebook with no
+token in it (nearly every one), which is then passed over whole."""
 
 
 def redact(body: bytes) -> bytes:
     """A submitted file with every token in it replaced: a token typed into a cell (`grader.submit(token=...)`)
     is never sent, stored or graded."""
-    return TOKEN_SHAPE.sub(TOKEN_REMOVED, body)
+    return TOKEN_SHAPE.sub(TOKEN_REMOVED, body) if _TOKEN_LIKE.search(body) else body

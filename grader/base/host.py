@@ -7,6 +7,7 @@ import datetime as _dt
 import functools
 import os
 import platform
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,20 @@ def cache_root() -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "grader"
+
+
+SLOWDOWN_PROBE_S = 0.01
+"""CPU seconds the slowdown probe spins for (about a hundredth of a second of a grade's ones)."""
+
+
+def slowdown(probe_s: float = SLOWDOWN_PROBE_S) -> float:
+    """How much slower than its own pace a process runs on this machine right now: the wall time a spin of
+    `probe_s` CPU seconds took, over those CPU seconds (1.0 where a core is free; about 3.0 where three runnable
+    processes share each core). Measured, never assumed from the load average, which lags by a minute."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    while time.thread_time() - cpu < probe_s and time.perf_counter() - wall < 20 * probe_s:
+        pass
+    return (time.perf_counter() - wall) / max(time.thread_time() - cpu, 1e-6)
 
 
 def config_root() -> Path:

@@ -6,7 +6,7 @@ Precedence, stated once: a command-line flag overrides the value given to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -46,3 +46,37 @@ class Limits:
     """CPU seconds of the kernel over its life (RLIMIT_CPU), a backstop behind the timeouts."""
     attempts: int = 3
     """Runs of the notebook at most: a kernel death drops the cell or probe that caused it."""
+    load_scaled: bool = True
+    """Scale the time limits above by how slow the machine is when a grade starts (busy_factor): a busy machine
+    never times out work that fits them on a quiet one. Off, the limits are wall seconds as written."""
+
+    def for_this_machine(self) -> tuple[Limits, float]:
+        """(these limits stretched by how busy the machine is now, the factor): measured (host.slowdown) where
+        `load_scaled`, else as written (1.0)."""
+        if not self.load_scaled:
+            return self, 1.0
+        from grader.base import host
+
+        factor = busy_factor(host.slowdown())
+        return self.scaled(factor), factor
+
+    def scaled(self, factor: float) -> Limits:
+        """These limits with every wall-clock budget times `factor` (CPU seconds and sizes unchanged)."""
+        if factor == 1.0:
+            return self
+        return replace(self, cell_timeout=self.cell_timeout * factor, given_cell_timeout=self.given_cell_timeout * factor,
+                       cell_timeouts=tuple((cell, seconds * factor) for cell, seconds in self.cell_timeouts),
+                       probe_timeout=self.probe_timeout * factor, notebook_timeout=self.notebook_timeout * factor,
+                       startup_timeout=self.startup_timeout * factor)
+
+
+BUSY_FROM = 1.5
+"""A measured slowdown below this is the machine's ordinary jitter: the limits stand as written."""
+MOST_BUSY = 4.0
+"""The most the limits are ever stretched: past it, a grade waits no longer for a machine that slow."""
+
+
+def busy_factor(slowdown: float) -> float:
+    """The factor time limits are scaled by for a measured slowdown (host.slowdown): 1.0 below BUSY_FROM, else the
+    slowdown itself, to one decimal, at most MOST_BUSY."""
+    return 1.0 if slowdown < BUSY_FROM else min(MOST_BUSY, round(slowdown, 1))

@@ -73,31 +73,9 @@ def read(path: str | Path, student: str | None = None) -> Submission:
     if suffix not in (".ipynb", ".py") and not path.is_symlink():
         if not path.exists():
             raise SubmissionRejected(f"{path}: no such file")
-        raise SubmissionRejected(
-            f"{path.name}: '{suffix or 'no suffix'}' files are not graded; submit your .ipynb notebook or a .py script"
-        )
+        raise SubmissionRejected(_not_graded(path.name, suffix))
     raw = _read(path)
-    if not raw.strip():
-        raise SubmissionRejected(f"{path.name}: the file is empty; save your work and submit again")
-    if len(raw) > MAX_BYTES:
-        raise SubmissionRejected(
-            f"{path.name}: over the {MAX_BYTES // 1024**2} MiB limit; clear large outputs and save again"
-        )
-    text = _utf8(path.name, raw)
-    try:
-        if suffix == ".py":
-            notebook = notebook_from_script(text)
-        else:
-            notebook = _notebook_from_json(path.name, text)
-        notes = _force_kernel(notebook)
-        _quiet_grader_cells(notebook)
-        as_submitted = _take_outputs(notebook)
-        _validate(path.name, notebook)
-    except RecursionError:  # JSON (or code) nested deeper than any notebook is: refused before it costs more
-        raise SubmissionRejected(f"{path.name}: nested too deeply to be a notebook (lists or objects inside each "
-                                 "other thousands of levels deep); re-save it from Jupyter") from None
-    meta = notebook.metadata.get("grader", {})
-    hint = meta.get("lesson") if isinstance(meta, dict) and isinstance(meta.get("lesson"), str) else None
+    notebook, notes, as_submitted = _parsed(path.name, suffix, raw, quiet=True)
     return Submission(
         path=str(path),
         student=student or path.stem,
@@ -105,9 +83,50 @@ def read(path: str | Path, student: str | None = None) -> Submission:
         notebook=notebook,
         as_submitted=as_submitted,
         notes=tuple(notes),
-        lesson_hint=hint,
+        lesson_hint=_lesson_hint(notebook),
         explanations=_explanations(notebook),
     )
+
+
+def peek(raw: bytes, name: str) -> str | None:
+    """What a submission's bytes would give `read` (SubmissionRejected with its reason, or the lesson its metadata
+    names), from memory: the service asks it in the request, without a file, a temporary folder or the grader's
+    own cells looked for (they change what runs, never whether the file can be read)."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in (".ipynb", ".py"):
+        raise SubmissionRejected(_not_graded(name, suffix))
+    notebook, _, _ = _parsed(name, suffix, raw, quiet=False)
+    return _lesson_hint(notebook)
+
+
+def _not_graded(name: str, suffix: str) -> str:
+    return f"{name}: '{suffix or 'no suffix'}' files are not graded; submit your .ipynb notebook or a .py script"
+
+
+def _parsed(name: str, suffix: str, raw: bytes, quiet: bool) -> tuple[Any, list[str], tuple[StoredOutput, ...]]:
+    """(the notebook, what normalising it changed, its stored outputs) from a file's bytes; the grader's own cells
+    emptied where `quiet`."""
+    if not raw.strip():
+        raise SubmissionRejected(f"{name}: the file is empty; save your work and submit again")
+    if len(raw) > MAX_BYTES:
+        raise SubmissionRejected(f"{name}: over the {MAX_BYTES // 1024**2} MiB limit; clear large outputs and save again")
+    text = _utf8(name, raw)
+    try:
+        notebook = notebook_from_script(text) if suffix == ".py" else _notebook_from_json(name, text)
+        notes = _force_kernel(notebook)
+        if quiet:
+            _quiet_grader_cells(notebook)
+        as_submitted = _take_outputs(notebook)
+        _validate(name, notebook)
+    except RecursionError:  # JSON (or code) nested deeper than any notebook is: refused before it costs more
+        raise SubmissionRejected(f"{name}: nested too deeply to be a notebook (lists or objects inside each "
+                                 "other thousands of levels deep); re-save it from Jupyter") from None
+    return notebook, notes, as_submitted
+
+
+def _lesson_hint(notebook: Any) -> str | None:
+    meta = notebook.metadata.get("grader", {})
+    return meta.get("lesson") if isinstance(meta, dict) and isinstance(meta.get("lesson"), str) else None
 
 
 GRADER_CALLS = ("check", "submit")

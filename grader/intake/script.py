@@ -47,11 +47,11 @@ def script_cells(text: str) -> list[ScriptCell]:
 
 def notebook_from_script(text: str) -> Any:
     """A `.py` script as a notebook: `# %%` markers make cells; else one cell per statement."""
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+    from nbformat.v4 import new_notebook
 
     cells = []
     for each in script_cells(text):
-        cell = new_markdown_cell(each.source) if each.kind == "markdown" else new_code_cell(each.source)
+        cell = _cell(each)
         if each.cell_id:
             cell["id"] = each.cell_id
         if each.tags:
@@ -61,6 +61,18 @@ def notebook_from_script(text: str) -> Any:
     notebook.cells = cells  # a marker's id is the writer's text: fill_ids replaces one that is no cell id, or repeats
     fill_ids(notebook)
     return notebook
+
+
+def _cell(each: ScriptCell) -> Any:
+    """A cell as nbformat's new_code_cell and new_markdown_cell make it, without their check of each cell against
+    the schema (jsonschema, nine tenths of reading a script): the notebook as a whole is checked once it is read."""
+    from nbformat import NotebookNode
+    from nbformat.v4.nbbase import random_cell_id
+
+    if each.kind == "markdown":
+        return NotebookNode(id=random_cell_id(), cell_type="markdown", source=each.source, metadata=NotebookNode())
+    return NotebookNode(id=random_cell_id(), cell_type="code", metadata=NotebookNode(), execution_count=None,
+                        source=each.source, outputs=[])
 
 
 def _percent_chunks(lines: list[str]) -> list[tuple[str | None, list[str]]]:

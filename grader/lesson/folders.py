@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -18,7 +19,7 @@ def course_home() -> Path | None:
     from (when it is a course); None where there is none (a student's machine)."""
     env = os.environ.get("GRADER_COURSE")
     if env:
-        return Path(env).resolve()
+        return _resolved(env)
     try:
         here = Path.cwd()
     except OSError:  # the working directory was removed
@@ -27,6 +28,12 @@ def course_home() -> Path | None:
         if (folder / COURSE_FILE).is_file():
             return folder
     return CHECKOUT if (CHECKOUT / COURSE_FILE).is_file() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _resolved(named: str) -> Path:
+    """A folder named by GRADER_COURSE, links resolved once per process (a server asks for it on every upload)."""
+    return Path(named).resolve()
 
 
 def course_roots() -> list[Path]:

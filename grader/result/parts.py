@@ -113,6 +113,8 @@ class RunFacts:
     timings: Pairs = ()
     flood: bool | None = False
     deadline_hit: bool = False
+    busy: float = 1.0
+    """The factor the time limits were scaled by because the machine was busy (1.0: as written)."""
 
     def timed(self, phase: str, seconds: float) -> RunFacts:
         """These facts with one more phase's seconds (a phase already timed keeps its place)."""
@@ -120,14 +122,16 @@ class RunFacts:
 
     def to_dict(self) -> dict[str, Any]:
         return {"attempts": self.attempts, "seconds": self.seconds, "timings": dict(self.timings),
-                "flood": self.flood, "deadline_hit": self.deadline_hit}
+                "flood": self.flood, "deadline_hit": self.deadline_hit} | ({"busy": self.busy} if self.busy != 1.0 else {})
 
     @classmethod
     def from_dict(cls, data: Any) -> RunFacts | None:
         if not isinstance(data, Mapping) or not data:
             return None
+        busy = data.get("busy")
         return cls(int(data.get("attempts") or 0), float(data.get("seconds") or 0.0), _pairs(data.get("timings")),
-                   data.get("flood"), bool(data.get("deadline_hit")))
+                   data.get("flood"), bool(data.get("deadline_hit")),
+                   float(busy) if isinstance(busy, (int, float)) and not isinstance(busy, bool) else 1.0)
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,10 @@ def recorded(drawn: Drawn, ran: Ran, judged: Judged, options: Options) -> GradeR
         mode="check" if check else "grade", seed=None if check else drawn.draw.seed,
         seed_from="" if check else drawn.draw.seed_from, hash_seed=drawn.draw.hash_seed,
         digest=submission.digest, submission=Path(submission.path).name,
-        graded_at=env["graded_at"], notes=judged.notes + tuple(executed.dropped),
+        graded_at=env["graded_at"], notes=judged.notes + tuple(executed.dropped) + _busy_note(ran.busy),
         run=parts.RunFacts(executed.attempts, round(executed.seconds, 3),
                            tuple(_phases(executed, ran.given, judged.seconds).items()),
-                           executed.flood, executed.deadline_hit),
+                           executed.flood, executed.deadline_hit, ran.busy),
         cells=tuple(parts.CellFacts(c.index, c.cell_id, c.status, f"{c.ename}: {c.evalue}".strip(": "),
                                     round(c.seconds, 3)) for c in executed.cells if c.status != "empty"),
         stored_outputs=len(submission.as_submitted),
@@ -86,3 +86,11 @@ def _phases(executed: execution.Executed, given: frozenset[int], judged: float) 
     phases = dict(executed.timings, given_cells=given_seconds,
                   student_cells=executed.timings.get("cells", 0.0) - given_seconds, judge=judged)
     return {k: round(v, 3) for k, v in phases.items()}
+
+
+def _busy_note(busy: float) -> tuple[str, ...]:
+    """What the result says when the machine was busy as the run began (the limits stretched to match)."""
+    if busy == 1.0:
+        return ()
+    return (f"the grading machine was busy when this ran (a process got 1/{busy:g} of a core): every time limit was "
+            f"scaled by {busy:g}, so your code had the time it would have had on a quiet machine",)

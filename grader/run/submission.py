@@ -64,6 +64,9 @@ class Ran:
     given: frozenset[int]
     probes: dict[str, probe.Probe]
     evidence: probe.Probe
+    busy: float = 1.0
+    """How much the time limits were stretched because the machine was busy when the run began (limits.busy_factor
+    of host.slowdown): a cell is timed out for its own work, never for other processes' load."""
 
 
 def plans_for(lesson: catalog.Lesson, seed: int, public_only: bool) -> list[probe.ExercisePlan]:
@@ -79,6 +82,8 @@ def plans_for(lesson: catalog.Lesson, seed: int, public_only: bool) -> list[prob
 def run(prepared: Prepared, notebook: Any, plans: list[probe.ExercisePlan], options: Options, hash_seed: int) -> Ran:
     """Plan the isolation and the device, then run the notebook and its probes in a fresh kernel."""
     lesson = prepared.lesson
+    limits, busy = options.limits.for_this_machine()  # a busy machine's slowness is never the student's
+    options = dataclasses.replace(options, limits=limits)
     report = sandbox.plan(options.limits, options.sandbox, options.require_sandbox)
     if report.kernel_as == "root" and options.sandbox != "none":
         raise SandboxUnavailable(f"refusing to run student code as root: {report.missing_reason}")
@@ -108,7 +113,7 @@ def run(prepared: Prepared, notebook: Any, plans: list[probe.ExercisePlan], opti
     probes = {plan.exercise_id: probe.collect(plan, executed.tail.get(plan.exercise_id, SKIPPED), nonce, payload)
               for plan in plans}
     evidence = probe.collect(evidence_plan, executed.tail.get(probe.EVIDENCE_KEY, SKIPPED), nonce, payload)
-    return Ran(executed, report, start, device, checked, fell_back, nonce, evidence_plan, given, probes, evidence)
+    return Ran(executed, report, start, device, checked, fell_back, nonce, evidence_plan, given, probes, evidence, busy)
 
 
 def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[str, device_check.DeviceCheck | None, str]:

@@ -39,9 +39,10 @@ from grader.base import database, files
 from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog, course
-from grader.service import auth, policy, upload
-from grader.service.jobs import Job, Outbox, Queue
+from grader.service import auth, jobs, policy, upload
+from grader.service.jobs import Job, Queue
 from grader.service.lti import pages as lti_pages
+from grader.service.lti.services import Outbox
 from grader.service.tokens import Book, Identity
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class _Handlers:
     def __init__(self, served: Served) -> None:
         self.s = served
         self.latest: dict[tuple[str, str], tuple[int | None, str]] = {}
+        self.intake = upload.Intake(served.queue, served.jobs)
 
     # -- pages ------------------------------------------------------------------------------------------------
     async def student_page(self, request: Request) -> Response:
@@ -176,7 +178,7 @@ class _Handlers:
         except upload.Refused as err:
             return _refused(err.status, str(err))
         try:
-            await asyncio.to_thread(upload.check, got, lesson)
+            upload.check(got, lesson)  # from memory, under a millisecond: no thread to hop to and back
         except upload.Refused as err:
             return _refused(err.status, str(err))
         except Exception as err:  # the check itself failed (the grader's fault): the file is still taken and graded
@@ -185,21 +187,20 @@ class _Handlers:
         if shutil.disk_usage(self.s.out if self.s.out.exists() else self.s.out.parent).free < self.s.min_free:
             return _refused(507, "the server's disk is full: nothing was kept; submit again later")
         try:
-            return await asyncio.to_thread(self._taken, person, lesson, got)
+            return await self._taken(person, lesson, got)  # kept by the intake's one thread, in arrival order
         except OSError as err:
             if err.errno in (errno.ENOSPC, errno.EDQUOT):
                 return _refused(507, "the server's disk is full: nothing was kept; submit again later")
             raise
 
-    def _taken(self, person: Identity, lesson: str, got: upload.Upload) -> Any:
+    async def _taken(self, person: Identity, lesson: str, got: upload.Upload) -> Any:
         now = time.time()
-        admission = policy.admit(self.s.queue, lesson, person.who, now)
         received_at = dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="milliseconds")
+        arrival = jobs.Arrival(lesson, person.who, got.sha256, got.name, got.body, received_at, now)
         try:
-            job, receipt = self.s.queue.add(lesson, person.who, got.sha256, got.name, got.body, received_at,
-                                            admission.graded, self.s.jobs)
+            receipt, admission = await asyncio.wrap_future(self.intake.take(arrival))
         except Exception as err:
-            if database.disk_full(err):  # the row was not written
+            if database.disk_full(err):  # the rows were not written
                 raise OSError(errno.ENOSPC, "disk full") from None
             raise
         used = admission.header()  # "1 of 4 used", wherever the receipt is shown

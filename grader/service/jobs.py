@@ -15,7 +15,7 @@ turn (a student with work queued or running waits behind those without),
 then arrival. A student's second job of one lesson never runs beside the
 first, so their latest result is always the latest submission's. Each claim
 counts a fencing token (`fence`): only the current lease's holder records.
-Beside the jobs, the outbox holds the grades waiting for the LMS (Outbox).
+Beside the jobs, the outbox holds the grades waiting for the LMS (lti/services.py: Outbox).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import secrets
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,25 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Arrival:
+    """A submission as it arrived, before it is kept: whose, of which lesson, its bytes, and when."""
+
+    lesson: str
+    student: str
+    sha256: str
+    name: str
+    body: bytes
+    received_at: str
+    received: float
+
+
+_GRADED_SINCE = ("SELECT COUNT(*), MAX(received) FROM jobs WHERE lesson=? AND student=? AND priority=0 AND "
+                 "state IN ('queued', 'running', 'done')")
+"""A student's graded submissions of a lesson that count against its limit, and when the latest was received:
+queued, running and done ones; the grader's failures and superseded ones never count."""
+
+
+@dataclass(frozen=True)
 class Receipt:
     """What the server answers on receiving a submission (the contract's receipt)."""
 
@@ -114,7 +133,7 @@ _SCHEMA = (
 )
 
 
-class _Database(database.Database):
+class Tables(database.Database):
     """The queue's connection, its tables made (and a queue of an earlier release given its new column)."""
 
     def __init__(self, where: str | Path) -> None:
@@ -126,35 +145,30 @@ class _Database(database.Database):
                 db.execute("ALTER TABLE jobs ADD COLUMN fence BIGINT NOT NULL DEFAULT 0")
 
 
-class Queue(_Database):
+class Queue(Tables):
     """The job table: a submission's every move is one transaction."""
 
     # -- receiving --------------------------------------------------------------------------------------------
     def add(self, lesson: str, student: str, sha256: str, name: str, body: bytes, received_at: str,
             graded: bool, jobs: int = 1, priority: int = 0) -> tuple[Job, Receipt]:
-        """Keep a submission: its bytes by digest, its row `queued` (a queued one of the same student and lesson
-        superseded), or `saved` when it is not to be graded; returns the row and its receipt."""
-        job_id = secrets.token_hex(8)
-        now = time.time()
-        with self._tx() as db:
-            db.execute("INSERT INTO uploads (sha256, body) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING",
-                       (sha256, body))
-            state = "queued" if graded else "saved"
-            turn = 0
-            if graded:
-                db.execute("UPDATE jobs SET state='superseded', superseded_by=? WHERE lesson=? AND student=? AND "
-                           "state='queued' AND priority=?", (job_id, lesson, student, priority))
-                turn = db.one("SELECT COUNT(*) FROM jobs WHERE student=? AND state IN ('queued', 'running')",
-                              (student,))[0]
-            db.execute(f"INSERT INTO jobs (id, lesson, student, sha256, name, received_at, received, state, priority, "
-                       f"turn) VALUES ({', '.join('?' * 10)})",
-                       (job_id, lesson, student, sha256, name, received_at, now, state, priority, turn))
-            position = db.one("SELECT COUNT(*) FROM jobs WHERE lesson=? AND state='queued' AND (priority < ? OR "
-                              "(priority = ? AND (turn < ? OR (turn = ? AND received <= ?))))",
-                              (lesson, priority, priority, turn, turn, now))[0] if graded else 0
-        job = self.get(job_id)
+        """Keep one submission (see `take`), graded or only saved as `graded` says; its row and its receipt."""
+        arrival = Arrival(lesson, student, sha256, name, body, received_at, time.time())
+        receipt = self.take([arrival], lambda *_: graded, jobs, priority)[0]
+        job = self.get(receipt.id)
         assert job is not None
-        return job, Receipt(job_id, sha256, received_at, int(position), self.eta(lesson, int(position), jobs))
+        return job, receipt
+
+    def take(self, arrivals: Sequence[Arrival], admit: Callable[[Arrival, int, float | None], bool], jobs: int,
+             priority: int = 0) -> list[Receipt]:
+        """Keep every arrival in one transaction, in order (one durable write for all that arrived together): its
+        bytes by digest, its row `queued` (a queued one of the same student and lesson superseded), or `saved` where
+        `admit` (given the student's graded submissions so far, this batch's included, and the latest's receive
+        time) says it is not graded now; a receipt each."""
+        with self._tx() as db:
+            kept = [_kept(db, a, priority, admit) for a in arrivals]
+        typical = {lesson: self._typical(lesson) for lesson in {a.lesson for a in arrivals}}
+        return [Receipt(job_id, a.sha256, a.received_at, position, _eta(typical[a.lesson], position, jobs))
+                for a, (job_id, position) in zip(arrivals, kept)]
 
     def regrade(self, lesson: str, regrade: str) -> int:
         """Every student's latest graded submission of the lesson queued again at low priority, as part of the
@@ -219,8 +233,7 @@ class Queue(_Database):
         """(graded submissions that count against the limit, when the latest of them was received): queued,
         running and done ones; the grader's failures and superseded ones never count."""
         with self._tx() as db:
-            count, last = db.one("SELECT COUNT(*), MAX(received) FROM jobs WHERE lesson=? AND student=? AND "
-                                 "priority=0 AND state IN ('queued', 'running', 'done')", (lesson, student))
+            count, last = db.one(_GRADED_SINCE, (lesson, student))
         return int(count), last
 
     def counts(self) -> dict[str, int]:
@@ -238,10 +251,11 @@ class Queue(_Database):
 
     def eta(self, lesson: str, position: int, jobs: int) -> float:
         """Seconds until a job at this position is graded, from the median of recent grades (10 s before any)."""
+        return _eta(self._typical(lesson), position, jobs)
+
+    def _typical(self, lesson: str) -> float:
         _, grading = self.durations(lesson, 50)
-        typical = statistics.median(grading) if grading else 10.0
-        rounds = -(-max(1, position) // max(1, jobs))
-        return round(rounds * typical, 1)
+        return statistics.median(grading) if grading else 10.0
 
     # -- grading ----------------------------------------------------------------------------------------------
     def claim(self, lessons: Sequence[str], worker: str, n: int, lease_s: float) -> list[Job]:
@@ -328,6 +342,29 @@ class Queue(_Database):
                        "WHERE substr(worker, 1, ?)=? AND state='running'", (len(prefix), prefix))
 
 
+def _kept(db: database.Cursor, a: Arrival, priority: int, admit: Callable[[Arrival, int, float | None], bool]) -> tuple[str, int]:
+    """(its row's id, its place in the lesson's queue) of one arrival, kept in the transaction `db`."""
+    count, last = db.one(_GRADED_SINCE, (a.lesson, a.student))
+    graded, job_id = admit(a, int(count), last), secrets.token_hex(8)
+    db.execute("INSERT INTO uploads (sha256, body) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING", (a.sha256, a.body))
+    turn = 0
+    if graded:
+        db.execute("UPDATE jobs SET state='superseded', superseded_by=? WHERE lesson=? AND student=? AND "
+                   "state='queued' AND priority=?", (job_id, a.lesson, a.student, priority))
+        turn = db.one("SELECT COUNT(*) FROM jobs WHERE student=? AND state IN ('queued', 'running')", (a.student,))[0]
+    db.execute(f"INSERT INTO jobs (id, lesson, student, sha256, name, received_at, received, state, priority, turn) "
+               f"VALUES ({', '.join('?' * 10)})", (job_id, a.lesson, a.student, a.sha256, a.name, a.received_at,
+                                                   a.received, "queued" if graded else "saved", priority, turn))
+    position = db.one("SELECT COUNT(*) FROM jobs WHERE lesson=? AND state='queued' AND (priority < ? OR "
+                      "(priority = ? AND (turn < ? OR (turn = ? AND received <= ?))))",
+                      (a.lesson, priority, priority, turn, turn, a.received))[0] if graded else 0
+    return job_id, int(position)
+
+
+def _eta(typical: float, position: int, jobs: int) -> float:
+    return round(-(-max(1, position) // max(1, jobs)) * typical, 1)
+
+
 def _retry(db: database.Cursor, job_id: str, tries: int, why: str, now: float) -> None:
     """A job the grader failed on (not the student): queued again after a backoff, or dead after TRIES."""
     if tries >= TRIES:
@@ -335,56 +372,3 @@ def _retry(db: database.Cursor, job_id: str, tries: int, why: str, now: float) -
     else:
         db.execute("UPDATE jobs SET state='queued', worker=NULL, pid=NULL, lease_until=NULL, error=?, "
                    "not_before=? WHERE id=?", (why[:500], now + BACKOFF_S * 2 ** (tries - 1), job_id))
-
-
-@dataclass(frozen=True)
-class Passback:
-    """A grade to send to the LMS (a row of the outbox): the student's latest recorded grade of the lesson."""
-
-    id: str
-    lesson: str
-    student: str
-    digest: str | None
-    tries: int
-
-
-PASSBACK_TRIES = 8
-"""Tries of a grade the LMS would not take (its backoff doubles from BACKOFF_S), before it is kept as failed."""
-
-
-class Outbox(_Database):
-    """The grades to send to the LMS, a row each, drained beside the grading (dispatch.passback): a slow or failing
-    LMS delays no grade and re-queues no job. A newer grade of a student replaces one still waiting."""
-
-    def put(self, lesson: str, student: str, digest: str | None) -> None:
-        with self._tx() as db:
-            if db.execute("UPDATE outbox SET digest=?, not_before=0 WHERE lesson=? AND student=? AND state='waiting'",
-                          (digest, lesson, student)) == 0:
-                db.execute("INSERT INTO outbox (id, lesson, student, digest, state, made) VALUES (?, ?, ?, ?, "
-                           "'waiting', ?)", (secrets.token_hex(8), lesson, student, digest, time.time()))
-
-    def take(self, worker: str, n: int, lease_s: float) -> list[Passback]:
-        """Up to n waiting grades for `worker`, leased; those whose sender died go back first."""
-        now = time.time()
-        with self._tx() as db:
-            db.execute("UPDATE outbox SET state='waiting', worker=NULL WHERE state='sending' AND lease_until < ?",
-                       (now,))
-            rows = db.all("SELECT id, lesson, student, digest, tries FROM outbox WHERE state='waiting' AND "
-                          "not_before <= ? ORDER BY made LIMIT ?" + (" FOR UPDATE SKIP LOCKED" if self.postgres
-                                                                    else ""), (now, n))
-            for row in rows:
-                db.execute("UPDATE outbox SET state='sending', worker=?, lease_until=?, tries=tries+1 WHERE id=?",
-                           (worker, now + lease_s, row[0]))
-        return [Passback(str(row[0]), str(row[1]), str(row[2]), row[3], int(row[4]) + 1) for row in rows]
-
-    def settle(self, passback: Passback, worker: str, done: bool, said: str) -> None:
-        """Sent (or nothing to send), or tried again after a backoff, or kept as failed after PASSBACK_TRIES."""
-        state = "sent" if done else "failed" if passback.tries >= PASSBACK_TRIES else "waiting"
-        wait = 0.0 if done else BACKOFF_S * 2 ** (passback.tries - 1)
-        with self._tx() as db:
-            db.execute("UPDATE outbox SET state=?, said=?, not_before=?, worker=NULL WHERE id=? AND worker=? AND "
-                       "state='sending'", (state, said[:500], time.time() + wait, passback.id, worker))
-
-    def counts(self) -> dict[str, int]:
-        with self._tx() as db:
-            return {str(state): int(n) for state, n in db.all("SELECT state, COUNT(*) FROM outbox GROUP BY state", ())}

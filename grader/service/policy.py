@@ -44,8 +44,14 @@ class Admission:
 
 def admit(queue: Queue, lesson_id: str, student: str, now: float) -> Admission:
     """Whether this student's new submission of the lesson is graded now (else it is saved only)."""
-    limits = course.current().policy(lesson_id).submissions
     count, last = queue.graded_since(lesson_id, student)
+    return decide(lesson_id, count, last, now)
+
+
+def decide(lesson_id: str, count: int, last: float | None, now: float) -> Admission:
+    """The admission of a submission arriving at `now`, given the student's graded submissions of the lesson so far
+    (`count`, the latest received at `last`): the course's limit and cooldown decide."""
+    limits = course.current().policy(lesson_id).submissions
     of = limits.max_graded
     if of is not None and count >= of:
         return Admission(False, f"saved, not graded: all {of} graded submissions of {lesson_id} are used", None,

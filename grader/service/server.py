@@ -30,7 +30,8 @@ from grader.lesson import catalog, course
 from grader.lesson.draw import Given
 from grader.service import dispatch, guard
 from grader.service.app import Served, app
-from grader.service.jobs import Outbox, Queue
+from grader.service.jobs import Queue
+from grader.service.lti.services import Outbox
 from grader.service.tokens import Book
 
 log = logging.getLogger(__name__)

@@ -12,16 +12,19 @@ accepted submission always reaches a kernel.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import hashlib
 import re
-import tempfile
+import threading
 from dataclasses import dataclass
-from pathlib import Path
+from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
-from grader.base import escape, files
+from grader.base import escape
 from grader.base.errors import GraderError
 from grader.intake import load
+from grader.service import policy
+from grader.service.jobs import Arrival, Queue, Receipt
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -130,13 +133,52 @@ async def _file_field(request: Request, raw: bytes, cap: int, too_big: Refused) 
 
 def check(upload: Upload, lesson_id: str) -> None:
     """Refuse (422) what the grader would reject when reading it, with the reader's own reason, and a handout of
-    another lesson (its metadata says which), before it takes a place in the queue."""
-    with tempfile.TemporaryDirectory(prefix="grader-upload-") as folder:
-        path = files.write_bytes(Path(folder) / upload.name, upload.body)
-        try:
-            hint = load.read(path).lesson_hint
-        except GraderError as err:
-            raise Refused(422, str(err)) from None
+    another lesson (its metadata says which), before it takes a place in the queue: read from memory (load.peek),
+    never through a file."""
+    try:
+        hint = load.peek(upload.body, upload.name)
+    except GraderError as err:
+        raise Refused(422, str(err)) from None
     if hint and hint != lesson_id:
         raise Refused(422, f"{upload.name} is the notebook of lesson '{hint}', not '{lesson_id}': submit it to "
                            f"'{hint}', or start from the notebook of '{lesson_id}'")
+
+
+class Intake:
+    """One thread keeps every upload, in the order they arrived; what arrived together is kept in one transaction
+    (one durable write for all of them), so in a burst no receipt waits on a lock another request holds, nor on a
+    write of its own behind every other. Each is admitted (policy.decide) inside that transaction."""
+
+    def __init__(self, queue: Queue, jobs: int, most: int = 64) -> None:
+        self.queue, self.jobs, self.most = queue, jobs, most
+        self.pending: SimpleQueue[tuple[Arrival, cf.Future[tuple[Receipt, policy.Admission]]]] = SimpleQueue()
+        threading.Thread(target=self._run, name="grader-intake", daemon=True).start()
+
+    def take(self, arrival: Arrival) -> cf.Future[tuple[Receipt, policy.Admission]]:
+        """The arrival's receipt and admission, once it is kept (or the reason it could not be)."""
+        future: cf.Future[tuple[Receipt, policy.Admission]] = cf.Future()
+        self.pending.put((arrival, future))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            batch = [self.pending.get()]
+            while len(batch) < self.most and not self.pending.empty():
+                batch.append(self.pending.get())
+            self._keep(batch)
+
+    def _keep(self, batch: list[tuple[Arrival, cf.Future[tuple[Receipt, policy.Admission]]]]) -> None:
+        said: list[policy.Admission] = []
+
+        def admit(arrival: Arrival, count: int, last: float | None) -> bool:
+            said.append(policy.decide(arrival.lesson, count, last, arrival.received))
+            return said[-1].graded
+
+        try:
+            receipts = self.queue.take([arrival for arrival, _ in batch], admit, self.jobs)
+        except Exception as err:  # nothing of the batch was kept: each request says why
+            for _, future in batch:
+                future.set_exception(err)
+            return
+        for (_, future), receipt, admission in zip(batch, receipts, said):
+            future.set_result((receipt, admission))

@@ -1,4 +1,5 @@
-"""LTI Advantage services, called by the tool: grades back (AGS) and the roster in (NRPS).
+"""LTI Advantage services, called by the tool: grades back (AGS) and the roster in (NRPS), and the outbox the
+grades wait in to be sent (Outbox).
 
 A call first obtains an access token by the client-credentials grant with a
 JWT assertion signed by the tool's key (RFC 7523), scoped to what it needs.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import secrets
 import time
 import uuid
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from typing import Any
 
 from grader.base import spelling
 from grader.result.record import GradeResult
+from grader.service.jobs import BACKOFF_S, Tables
 from grader.service.lti import courses as lti_course, keys as lti_keys
 from grader.service.lti.keys import LtiRefused, Platform
 
@@ -294,3 +297,56 @@ def send_one(result: GradeResult, lesson_id: str, title: str, points: float) -> 
     if not said:
         return True, f"{result.student} is not in the LMS (no launch, not on its roster): the grade was not sent"
     return True, "; ".join(said)
+
+
+@dataclass(frozen=True)
+class Passback:
+    """A grade to send to the LMS (a row of the outbox): the student's latest recorded grade of the lesson."""
+
+    id: str
+    lesson: str
+    student: str
+    digest: str | None
+    tries: int
+
+
+PASSBACK_TRIES = 8
+"""Tries of a grade the LMS would not take (its backoff doubles from BACKOFF_S), before it is kept as failed."""
+
+
+class Outbox(Tables):
+    """The grades to send to the LMS, a row each, drained beside the grading (dispatch.passback): a slow or failing
+    LMS delays no grade and re-queues no job. A newer grade of a student replaces one still waiting."""
+
+    def put(self, lesson: str, student: str, digest: str | None) -> None:
+        with self._tx() as db:
+            if db.execute("UPDATE outbox SET digest=?, not_before=0 WHERE lesson=? AND student=? AND state='waiting'",
+                          (digest, lesson, student)) == 0:
+                db.execute("INSERT INTO outbox (id, lesson, student, digest, state, made) VALUES (?, ?, ?, ?, "
+                           "'waiting', ?)", (secrets.token_hex(8), lesson, student, digest, time.time()))
+
+    def take(self, worker: str, n: int, lease_s: float) -> list[Passback]:
+        """Up to n waiting grades for `worker`, leased; those whose sender died go back first."""
+        now = time.time()
+        with self._tx() as db:
+            db.execute("UPDATE outbox SET state='waiting', worker=NULL WHERE state='sending' AND lease_until < ?",
+                       (now,))
+            rows = db.all("SELECT id, lesson, student, digest, tries FROM outbox WHERE state='waiting' AND "
+                          "not_before <= ? ORDER BY made LIMIT ?" + (" FOR UPDATE SKIP LOCKED" if self.postgres
+                                                                    else ""), (now, n))
+            for row in rows:
+                db.execute("UPDATE outbox SET state='sending', worker=?, lease_until=?, tries=tries+1 WHERE id=?",
+                           (worker, now + lease_s, row[0]))
+        return [Passback(str(row[0]), str(row[1]), str(row[2]), row[3], int(row[4]) + 1) for row in rows]
+
+    def settle(self, passback: Passback, worker: str, done: bool, said: str) -> None:
+        """Sent (or nothing to send), or tried again after a backoff, or kept as failed after PASSBACK_TRIES."""
+        state = "sent" if done else "failed" if passback.tries >= PASSBACK_TRIES else "waiting"
+        wait = 0.0 if done else BACKOFF_S * 2 ** (passback.tries - 1)
+        with self._tx() as db:
+            db.execute("UPDATE outbox SET state=?, said=?, not_before=?, worker=NULL WHERE id=? AND worker=? AND "
+                       "state='sending'", (state, said[:500], time.time() + wait, passback.id, worker))
+
+    def counts(self) -> dict[str, int]:
+        with self._tx() as db:
+            return {str(state): int(n) for state, n in db.all("SELECT state, COUNT(*) FROM outbox GROUP BY state", ())}
