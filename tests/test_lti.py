@@ -59,6 +59,7 @@ def _serve(app: Any) -> tuple[str, Any, Any]:
 @pytest.fixture
 def lms(own_course: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A course registering the loopback platform, the tool served beside it; both stopped at the end."""
+    from grader.base import database
     from grader.service import app, tokens
     from grader.service.jobs import Queue
     from grader.service.lti import keys as lti_keys
@@ -72,14 +73,22 @@ def lms(own_course: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
     home = own_course()
     (home / "lti.json").write_text(json.dumps(registration(platform_url)))
     kid = lti_keys.make_key()
-    served = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=tokens.Book(), out=tmp_path / "served", lessons=(LESSON,),
+
+    def book() -> Any:  # as `grader serve` makes it: the sessions launches open kept in the queue's database
+        return tokens.Book(held=database.Held(database.Database(tmp_path / "q.sqlite", "queue")))
+
+    served = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=book(), out=tmp_path / "served", lessons=(LESSON,),
                         jobs=1, min_free=0)
     tool_url, *tool_server = _serve(app.app(served))
+    # a second server of the same course on the same database
+    second = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=book(), out=tmp_path / "served", lessons=(LESSON,),
+                        jobs=1, min_free=0)
+    other_url, *other_server = _serve(app.app(second))
     platform.tool = tool_url
     try:
-        yield {"platform": platform, "tool": tool_url, "kid": kid, "home": home, "tmp": tmp_path}
+        yield {"platform": platform, "tool": tool_url, "other": other_url, "kid": kid, "home": home, "tmp": tmp_path}
     finally:
-        for server, thread in (platform_server, tool_server):
+        for server, thread in (platform_server, tool_server, other_server):
             server.should_exit = True
             thread.join(10)
 
@@ -159,6 +168,29 @@ def test_every_wrong_launch_is_refused_in_one_line(lms: dict[str, Any]) -> None:
     assert "no SIS id or login for user 'user-nosis' (Noel Nobody)" in nobody
     unknown = httpx.get(f"{lms['tool']}/lti/login", params={"iss": "https://elsewhere.example", "login_hint": "x"})
     assert "is registered in the course's lti.json" in _refusal(unknown)
+
+
+def test_a_login_on_one_server_launches_on_another_and_is_spent_on_both(lms: dict[str, Any]) -> None:
+    """Two servers of one course behind one address: the login lands on one, its launch on the other (what a
+    load balancer does), the session it opens is good on both, and the same launch sent again is refused by both."""
+    teacher, _ = _launch(lms, INSTRUCTOR_ID)  # the first instructor launch binds the course to its context
+    assert 'data-role="instructor"' in teacher.text
+    with httpx.Client() as browser:
+        _, fields = _login(lms, "user-ada", browser)  # on the first server
+        landed = browser.post(f"{lms['other']}/lti/launch", data=fields)  # the launch, on the second
+        assert landed.status_code == 200 and 'data-student="ada"' in landed.text, landed.text
+        for server in (lms["tool"], lms["other"]):
+            assert "answers no login" in _refusal(browser.post(f"{server}/lti/launch", data=fields))
+    token = re.search(r'"grader-token", "([^"]+)"', landed.text)[1]
+    for server in (lms["tool"], lms["other"]):
+        mine = httpx.get(f"{server}/api/submissions", headers={"Authorization": f"Bearer {token}"})
+        assert mine.status_code == 200 and mine.json() == {"submissions": []}
+    lms["platform"].message = "LtiDeepLinkingRequest"
+    choice, _ = _launch(lms, INSTRUCTOR_ID)  # offered on the first server
+    action, offered = _form(choice.text)
+    linked = httpx.post(f"{lms['other']}{action}", data=offered)  # chosen on the second
+    assert linked.status_code == 200 and _form(linked.text)[0] == f"{lms['platform'].url}/deep_links"
+    assert "answers no deep-linking request" in _refusal(httpx.post(f"{lms['tool']}{action}", data=offered))
 
 
 def test_an_instructor_links_a_lesson_by_deep_linking(lms: dict[str, Any]) -> None:

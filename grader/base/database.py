@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,53 @@ class Database:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class Held:
+    """Short-lived values every server on one database shares, each kept until its time: an LMS login waiting for
+    its launch, a launch's used nonce, a deep-linking choice, a session a launch opened. A login on one server is
+    launched on another; a replayed nonce is refused by whichever server it reaches. Wall-clock times: the servers'
+    clocks agree (NTP), their monotonic clocks do not."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        with db.schema() as cursor:
+            cursor.execute("CREATE TABLE IF NOT EXISTS held (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT "
+                           "NULL, until DOUBLE PRECISION NOT NULL, PRIMARY KEY (kind, key))")
+
+    def put(self, kind: str, key: str, value: str, seconds: float) -> None:
+        """Keep `value` under (kind, key) for `seconds` (what had expired is let go on the way)."""
+        now = time.time()
+        with self.db._tx() as cursor:
+            cursor.execute("DELETE FROM held WHERE until < ?", (now,))
+            cursor.execute("DELETE FROM held WHERE kind=? AND key=?", (kind, key))
+            cursor.execute("INSERT INTO held (kind, key, value, until) VALUES (?, ?, ?, ?)",
+                           (kind, key, value, now + seconds))
+
+    def get(self, kind: str, key: str) -> str | None:
+        """The value kept under (kind, key), while it lasts."""
+        with self.db._tx() as cursor:
+            row = cursor.one("SELECT value FROM held WHERE kind=? AND key=? AND until >= ?", (kind, key, time.time()))
+        return str(row[0]) if row else None
+
+    def take(self, kind: str, key: str) -> str | None:
+        """The value kept under (kind, key), once: whoever takes it first has it, on any server."""
+        with self.db._tx() as cursor:
+            row = cursor.one("SELECT value, until FROM held WHERE kind=? AND key=?", (kind, key))
+            if row is not None:
+                cursor.execute("DELETE FROM held WHERE kind=? AND key=?", (kind, key))
+        return str(row[0]) if row is not None and float(row[1]) >= time.time() else None
+
+    def first(self, kind: str, key: str, seconds: float) -> bool:
+        """Whether (kind, key) is seen here for the first time in `seconds` (then it is kept as seen)."""
+        with self.db._tx() as cursor:
+            row = cursor.one("SELECT until FROM held WHERE kind=? AND key=?", (kind, key))
+            if row is not None and float(row[0]) >= time.time():
+                return False
+            cursor.execute("DELETE FROM held WHERE kind=? AND key=?", (kind, key))
+            cursor.execute("INSERT INTO held (kind, key, value, until) VALUES (?, ?, '', ?)",
+                           (kind, key, time.time() + seconds))
+        return True
 
 
 def refuse_password(address: str) -> None:

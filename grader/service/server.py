@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import database as records, files
 from grader.base.errors import GraderError
 from grader.base.options import Options
 from grader.classroom import workers
@@ -122,7 +122,7 @@ def serve(config: Config, ready: Any = None) -> None:
     grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons),
                                                           name="grader-supervisor")
     grading.start()
-    book = Book()
+    book = Book(held=records.Held(records.Database(where, "queue")))  # sessions every server sees
     held = guard.limits(len(book.known), config.head_timeout_s)
     guard.quiet_floods()
     sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)

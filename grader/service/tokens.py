@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.base import escape, files
+from grader.base import database, escape, files
 from grader.base.errors import GraderError
 from grader.intake import layouts, roster as class_list
 from grader.lesson import course
@@ -101,13 +101,15 @@ within this long, with no restart."""
 
 class Book:
     """The tokens the server accepts, read again whenever the token file changes (`grader tokens` on a running
-    server), and the sessions LMS launches opened (in this server's memory: a restart asks for a new launch)."""
+    server), and the sessions LMS launches opened: kept in `held` (the queue's database, so a session opened on one
+    server is good on every other, and through a restart), else in this server's memory."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, held: database.Held | None = None) -> None:
         self.path = path or _path()
         self.stamp = self._stamp()
         self.known = _read(self.path)
         self.looked = time.monotonic()
+        self.held = held
         self.sessions: dict[str, tuple[Identity, float]] = {}
 
     def _stamp(self) -> tuple[int, ...]:
@@ -135,6 +137,9 @@ class Book:
     def session(self, person: Identity) -> str:
         """A token for a person an LMS launch vouched for, good for SESSION_S."""
         token = "gl_" + secrets.token_urlsafe(32)
+        if self.held is not None:
+            self.held.put("session", _digest(token), json.dumps([person.who, person.name, person.role]), SESSION_S)
+            return token
         now = time.monotonic()
         self.sessions = {d: s for d, s in self.sessions.items() if s[1] > now}
         self.sessions[_digest(token)] = (person, now + SESSION_S)
@@ -146,6 +151,9 @@ class Book:
             return None
         self._fresh()
         given = _digest(token)
+        if token.startswith("gl_") and self.held is not None:
+            kept = self.held.get("session", given)
+            return Identity(*json.loads(kept)) if kept else None
         opened = self.sessions.get(given)
         if opened is not None and opened[1] > time.monotonic():
             return opened[0]

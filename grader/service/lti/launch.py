@@ -17,14 +17,15 @@ this course's, is lti_course's to say.
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
-import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from grader.base import database
 from grader.service.lti import courses as lti_course, keys as lti_keys
 from grader.service.lti.keys import LtiRefused, Platform
 
@@ -52,12 +53,12 @@ class Launch:
 
 
 class Launches:
-    """The logins waiting for their launch (state -> nonce) and the nonces used, in this server's memory."""
+    """The logins waiting for their launch (state -> nonce), the nonces used and the deep-linking choices offered,
+    kept where every server of the course sees them (`held`: the queue's database): a login answered by one server
+    is launched on another, and a nonce used on one is refused by all."""
 
-    def __init__(self) -> None:
-        self.waiting: dict[str, tuple[str, str, str, float, str]] = {}
-        self.used: dict[str, float] = {}
-        self.lock = threading.Lock()
+    def __init__(self, held: database.Held) -> None:
+        self.held = held
         self.keys = lti_keys.PlatformKeys()
 
     def login(self, params: dict[str, str], launch_url: str) -> tuple[str, str, str]:
@@ -68,10 +69,7 @@ class Launches:
             raise LtiRefused("a login needs `iss` and `login_hint` from the platform")
         where = lti_keys.platform(issuer, params.get("client_id") or None)
         state, nonce, binding = (secrets.token_urlsafe(24) for _ in range(3))
-        with self.lock:
-            now = time.monotonic()
-            self.waiting = {s: w for s, w in self.waiting.items() if w[3] > now}
-            self.waiting[state] = (nonce, where.issuer, where.client_id, now + STATE_S, binding)
+        self.held.put("lti-login", state, json.dumps([nonce, where.issuer, where.client_id, binding]), STATE_S)
         query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
                  "client_id": where.client_id, "redirect_uri": launch_url, "login_hint": hint, "state": state,
                  "nonce": nonce}
@@ -80,17 +78,31 @@ class Launches:
         url = where.auth_login_url + ("&" if "?" in where.auth_login_url else "?") + urlencode(query)
         return url, state, binding
 
+    def offer(self, launch: Launch) -> str:
+        """A deep-linking request's choice kept for its answer (on whichever server it arrives): its key."""
+        link = secrets.token_urlsafe(16)
+        self.held.put("lti-link", link, json.dumps([launch.claims, launch.platform.issuer, launch.platform.client_id]),
+                      STATE_S)
+        return link
+
+    def chosen(self, link: str) -> Launch | None:
+        """The deep-linking request a choice answers, once; None for one used or expired."""
+        kept = self.held.take("lti-link", link)
+        if kept is None:
+            return None
+        claims, issuer, client_id = json.loads(kept)
+        return _launch(claims, lti_keys.platform(issuer, client_id))
+
     def launch(self, id_token: str, state: str, binding: str) -> Launch:
         """The id_token checked against the login it answers, in the browser that started it (`binding`, from
         its cookie); one line for whatever is wrong."""
         import jwt
 
-        with self.lock:
-            waiting = self.waiting.pop(state, None)
-        if waiting is None or waiting[3] < time.monotonic():
+        waiting = self.held.take("lti-login", state) if state else None
+        if waiting is None:
             raise LtiRefused("the launch answers no login of this tool (an unknown, used or expired state): "
                              "open the assignment from the LMS again")
-        nonce, issuer, client_id, _, expected = waiting
+        nonce, issuer, client_id, expected = json.loads(waiting)
         if not hmac.compare_digest(binding.encode(), expected.encode()):
             raise LtiRefused("the launch arrives in another browser than the one its login started in (no cookie "
                              "of that login): open the assignment from the LMS again, in this browser")
@@ -133,13 +145,9 @@ class Launches:
         return claims
 
     def _checked(self, claims: dict[str, Any], where: Platform, nonce: str) -> None:
-        with self.lock:
-            now = time.monotonic()
-            self.used = {n: t for n, t in self.used.items() if t > now}
-            if claims["nonce"] in self.used:
-                raise LtiRefused("the launch was replayed (its nonce was used already): open the assignment from "
-                                 "the LMS again")
-            self.used[claims["nonce"]] = now + STATE_S + LEEWAY_S
+        if not self.held.first("lti-nonce", str(claims["nonce"]), STATE_S + LEEWAY_S):
+            raise LtiRefused("the launch was replayed (its nonce was used already): open the assignment from "
+                             "the LMS again")
         if claims["nonce"] != nonce:
             raise LtiRefused("the launch's nonce is not the one its login sent")
         deployment = str(claims.get(LTI + "deployment_id") or "")

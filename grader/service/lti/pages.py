@@ -11,12 +11,12 @@ A refusal is one line on the page and in the server's log, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
-import secrets
-import time
 from typing import TYPE_CHECKING, Any
 
+from grader.base import database
 from grader.lesson import catalog
 from grader.service.lti import keys as lti_keys, launch as lti_launch
 from grader.service.lti.keys import LtiRefused
@@ -35,7 +35,7 @@ def routes(served: Any) -> list[Any]:
     """The LTI routes of a served course (app.Served: its tokens, its lessons, its public address)."""
     from starlette.routing import Route
 
-    pages = _Pages(served.book, served.lessons, served.public_url)
+    pages = _Pages(served.book, served.lessons, served.public_url, database.Held(served.queue))
     return [Route("/lti/jwks", pages.jwks), Route("/lti/login", pages.login, methods=["GET", "POST"]),
             Route("/lti/launch", pages.launch, methods=["POST"]),
             Route("/lti/deep-link", pages.deep_link, methods=["POST"])]
@@ -64,10 +64,9 @@ def _cookie(state: str) -> str:
 
 
 class _Pages:
-    def __init__(self, book: Book, lessons: tuple[str, ...], public_url: str) -> None:
+    def __init__(self, book: Book, lessons: tuple[str, ...], public_url: str, held: database.Held) -> None:
         self.book, self.lessons, self.public_url = book, lessons, public_url
-        self.launches = lti_launch.Launches()
-        self.linking: dict[str, tuple[lti_launch.Launch, float]] = {}
+        self.launches = lti_launch.Launches(held)  # what a login, a launch and a choice leave for the next request
 
     def base(self, request: Request) -> str:
         """The tool's address as configured (`grader serve --url`), else the address this server listens on: never
@@ -124,25 +123,22 @@ class _Pages:
     def _choose(self, launch: lti_launch.Launch) -> Any:
         if launch.role != "instructor":
             return _refused(LtiRefused("only an instructor links a lesson into the course"))
-        link = secrets.token_urlsafe(16)
-        now = time.monotonic()
-        self.linking = {k: v for k, v in self.linking.items() if v[1] > now}
-        self.linking[link] = (launch, now + lti_launch.STATE_S)
+        link = self.launches.offer(launch)
         lessons = [{"id": i, "title": catalog.get(i).title, "points": catalog.get(i).max_score} for i in self.lessons]
         return _page("Link a lesson", "choose", link=link, lessons=lessons)
 
     async def deep_link(self, request: Request) -> Any:
         form = await request.form()
-        held = self.linking.pop(str(form.get("link") or ""), None)
+        held = await asyncio.to_thread(self.launches.chosen, str(form.get("link") or "")[:64])
         lesson = str(form.get("lesson") or "")
-        if held is None or held[1] < time.monotonic():
+        if held is None:
             return _refused(LtiRefused("this choice answers no deep-linking request (used or expired): start again "
                                        "from the LMS"))
         if lesson not in self.lessons:
             return _refused(LtiRefused(f"no lesson {lesson[:60]!r} here"))
         chosen = catalog.get(lesson)
         try:
-            back, jwt_text = lti_launch.deep_link_response(held[0], lesson, chosen.title, chosen.max_score,
+            back, jwt_text = lti_launch.deep_link_response(held, lesson, chosen.title, chosen.max_score,
                                                            f"{self.base(request)}lti/launch")
         except LtiRefused as err:
             return _refused(err)
