@@ -108,9 +108,21 @@ def follow(server: str, token: str, submission: str, timeout: float = WAIT_S) ->
 
 
 def receipt_text(receipt: dict[str, Any], used: str = "") -> str:
-    said = (f"submitted: id {receipt['id']}, sha256 {receipt['sha256']}, received_at {receipt['received_at']}, "
-            f"position {receipt['position']} in the queue, eta_s about {receipt['eta_s']:g}")
+    said = (f"submitted: id {receipt['id']}, sha256 {receipt['sha256']}, received_at {receipt['received_at']}"
+            f"{local_time(receipt['received_at'])}, position {receipt['position']} in the queue, eta_s about "
+            f"{receipt['eta_s']:g}")
     return said + "\n" + attempts_text(used) if attempts_text(used) else said
+
+
+def local_time(iso: Any) -> str:
+    """` (14:03:12 CET, your time)` for a receipt's UTC moment, or "" where it is not one."""
+    import datetime as dt
+
+    try:
+        moment = dt.datetime.fromisoformat(str(iso)).astimezone()
+    except ValueError:
+        return ""
+    return f" ({moment.strftime('%Y-%m-%d %H:%M:%S %Z')}, your time)"
 
 
 def attempts_text(header: str | None) -> str:
@@ -152,8 +164,29 @@ def _why(exercise: dict[str, Any]) -> str:
     return str(said[0])[:300] if said else ""
 
 
+class Sent(dict[str, Any]):
+    """What `grader.submit()` returns: the receipt (with `wait=True`, also the graded state) as a dict, shown as one
+    line where a notebook displays a cell's value: the receipt and the feedback were printed just above it, and a
+    cell's output is saved into the notebook."""
+
+    def line(self) -> str:
+        state = self.get("state") or {}
+        said = str(state.get("status") or "received")
+        if state.get("score") is not None and state.get("max_score") is not None:
+            said += f", {state['score']:g} of {state['max_score']:g}"
+        return f"submission {self['receipt'].get('id', '?')}: {said}"
+
+    def __repr__(self) -> str:
+        return f"<{self.line()}>"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<code>{html.escape(self.line())}</code>"
+
+
 def from_notebook(path: str | Path | None, server: str | None, token: str | None, lesson: str | None,
-                  wait: bool) -> dict[str, Any] | None:
+                  wait: bool) -> Sent | None:
     """`grader.submit()`: submit the saved notebook this kernel runs (or the one named); print the receipt."""
     from grader import in_notebook
 
@@ -175,11 +208,11 @@ def from_notebook(path: str | Path | None, server: str | None, token: str | None
         if wait:
             state = follow(server, token, receipt["id"])
             print(feedback_text(state))
-            return {"receipt": receipt, "state": state}
+            return Sent(receipt=receipt, state=state)
     except GraderError as err:
         print(str(err))
         return None
-    return {"receipt": receipt}
+    return Sent(receipt=receipt)
 
 
 def _lesson_of(notebook: Path) -> str:

@@ -295,6 +295,7 @@ def test_a_student_signs_in_submits_and_hears_the_receipt_by_the_keyboard_alone(
             expect(page.locator("#said")).to_contain_text("Received: submission")  # the live region says it
             expect(page.locator("#r-attempts")).to_have_text("1 used")  # the graded submissions used (no limit here)
             assert page.get_attribute("#said", "aria-live") == "polite"
+            expect(page.locator("#history button").first).to_be_visible()  # the list is fetched after the receipt
             _tab_to(page, "#history button")
             page.keyboard.press("Enter")  # an earlier submission opens from the keyboard too
             expect(page.locator("#feedback")).to_be_visible()

@@ -61,6 +61,15 @@ def test_the_timings_panel_puts_batches_on_a_log_axis_and_p95_above_p50():
     assert series.top == figure.HEADER + figure.PANEL_HEIGHT and len(series.lines[0].points) == 2
 
 
+def test_each_panel_says_what_it_shows_with_its_numbers():
+    drawn = figure.layout(result(timings((1, 1.5, 3.0, 40), (8, 2.25, 4.0, 40)), list(range(30))), SPEC)
+    timed, series = drawn.panels
+    assert timed.said[0].endswith("by batch size): 1: 1.5; 8: 2.25")  # each point: the batch, then its p50
+    assert timed.said[1].endswith("1: 3; 8: 4")
+    # 30 simulated values divided by service_ms = 2: too many to read point by point, so the range and the ends
+    assert series.said[0].endswith("30 points, request index 0 to 29, simulated from 0 to 14.5; first 0, last 14.5")
+
+
 def test_a_single_point_and_a_flat_series_still_draw_inside_the_plot():
     drawn = figure.layout(result([], [5, 5, 5]), SPEC)
     (panel,) = drawn.panels

@@ -193,6 +193,22 @@ def test_a_login_on_one_server_launches_on_another_and_is_spent_on_both(lms: dic
     assert "answers no deep-linking request" in _refusal(httpx.post(f"{lms['tool']}{action}", data=offered))
 
 
+def test_a_launch_without_a_deep_link_finds_its_lesson_by_the_links_title_and_never_guesses(
+        lms: dict[str, Any]) -> None:
+    from lti_platform import LTI
+
+    from grader.lesson import catalog
+
+    _launch(lms, INSTRUCTOR_ID)
+    title = catalog.get(LESSON).title.upper()  # an LMS assignment named as the lesson, whatever its case
+    lms["platform"].tamper = {"claims": {LTI + "custom": {}, LTI + "resource_link": {"id": "r1", "title": title}}}
+    landed, _ = _launch(lms, "user-ada")
+    assert f'location.replace("/?lesson={LESSON}")' in landed.text
+    lms["platform"].tamper = {"claims": {LTI + "custom": {}, LTI + "resource_link": {"id": "r2", "title": "Week 3"}}}
+    landed, _ = _launch(lms, "user-ben")
+    assert 'location.replace("/")' in landed.text  # no lesson named: the page asks, nothing is picked for them
+
+
 def test_an_instructor_links_a_lesson_by_deep_linking(lms: dict[str, Any]) -> None:
     lms["platform"].message = "LtiDeepLinkingRequest"
     choice, _ = _launch(lms, INSTRUCTOR_ID)
@@ -456,3 +472,35 @@ def test_lti_config_prints_the_redirect_uri_canvas_requires_beside_its_json(own_
     canvas = json.loads(said.output.split("then paste:\n", 1)[1].split("\n\n", 1)[0])
     assert canvas["target_link_uri"] == "https://grader.example.edu/lti/launch"
     assert canvas["oidc_initiation_url"] == "https://grader.example.edu/lti/login"
+
+
+@pytest.mark.kernel
+def test_before_the_due_date_the_lms_gets_no_score_students_may_not_see_yet(lms: dict[str, Any],
+                                                                             graded_samples: Path) -> None:
+    """A course that shows students only verdicts before the due date sends the LMS each submission as pending,
+    with no score (so the LMS shows no more than the tool); the dry run says so; after the due date the scores
+    go."""
+    import datetime as dt
+
+    from grader.service.lti import commands as lti_setup
+
+    _launch(lms, INSTRUCTOR_ID)
+    toml = lms["home"] / "course.toml"
+    kept = toml.read_text()
+    due = dt.datetime.now(dt.UTC) + dt.timedelta(days=3)
+    toml.write_text(kept + f'\n[lessons.{LESSON}]\ndue = {due.isoformat(timespec="seconds")}\n'
+                           f'[lessons.{LESSON}.submissions]\nbefore_due = "verdicts"\n')
+    dry = lti_setup.send_grades(graded_samples, LESSON, True, None, None, None)
+    ada = next(line for line in dry if line.strip().startswith("ada "))
+    assert "->   held of 6 (Pending): would send" in ada
+    assert any(line.startswith("scores held: students see no score") for line in dry)
+    lti_setup.send_grades(graded_samples, LESSON, False, None, None, None)
+    assert lms["platform"].scores and all("scoreGiven" not in s and s["gradingProgress"] == "Pending"
+                                          for s in lms["platform"].scores)
+    toml.write_text(kept + f'\n[lessons.{LESSON}]\ndue = {(due - dt.timedelta(days=6)).isoformat(timespec="seconds")}\n'
+                           f'[lessons.{LESSON}.submissions]\nbefore_due = "verdicts"\n')
+    after = lti_setup.send_grades(graded_samples, LESSON, False, None, None, None)
+    assert after[0] == f"5 grades of {LESSON} sent to {ISSUER}"  # the scores, now that students see them
+    results = {p.stem: json.loads(p.read_text()) for p in (graded_samples / "results").glob("*.json")}
+    latest = {s["userId"]: s for s in lms["platform"].scores}
+    assert latest["user-ada"]["scoreGiven"] == results["ada"]["score"]

@@ -252,7 +252,7 @@ def test_values_no_float_holds_cost_the_figure_not_the_report(graded):
 def test_a_lesson_that_measures_nothing_says_so_and_draws_its_declared_figure(graded):
     html = render.report_html(typed(graded.solution("inference-scaling")))
     assert "This lesson measures nothing on this host" in html
-    figure = html.split('<div class="figure" tabindex="0">')[1]  # a box of its own, which scrolls on a phone
+    figure = html.split('<div class="figure" tabindex="0" aria-describedby="figure-text">')[1]  # a box of its own, which scrolls on a phone
     assert figure.startswith("<svg") and "Batch-size sweep" in figure and "rows_per_prediction" in figure
 
 

@@ -385,3 +385,46 @@ def test_grader_submit_says_how_many_graded_submissions_are_used_and_when_to_sub
     said = wait.stderr.strip()
     assert wait.returncode == 2 and "this copy is kept but not graded; submit again in" in said
     assert len(re.findall(r"\d+ s\b", said)) == 1 and said.endswith("(graded submissions: 1 used)"), said
+
+
+def test_what_grader_submit_returns_shows_as_one_line_where_a_notebook_displays_it() -> None:
+    """The receipt and the feedback are printed above; the cell's value (saved into the notebook) is one line, not
+    the whole state (about 150 lines before), as IPython's own formatter, which a kernel uses, renders it."""
+    from IPython.core.formatters import DisplayFormatter
+
+    from grader import client
+
+    exercises = [{"id": f"ex{i}", "status": "passed", "public": [{"label": "x", "outcome": "passed"}] * 5}
+                 for i in range(12)]
+    sent = client.Sent(receipt={"id": "ab12", "sha256": "0" * 64}, state={"status": "done", "score": 9.0,
+                                                                           "max_score": 12.0, "exercises": exercises})
+    shown, _ = DisplayFormatter().format(sent)
+    assert shown["text/plain"] == "<submission ab12: done, 9 of 12>"
+    assert shown["text/html"] == "<code>submission ab12: done, 9 of 12</code>"
+    assert sent["state"]["exercises"][11]["id"] == "ex11"  # still the dict it was, for code that reads it
+    assert repr(client.Sent(receipt={"id": "cd34"})) == "<submission cd34: received>"
+
+
+def test_the_clis_receipt_gives_its_moment_in_the_students_own_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as clock
+
+    from grader import client
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    clock.tzset()
+    try:
+        said = client.receipt_text({"id": "ab12", "sha256": "0" * 64, "received_at": "2026-12-07T13:00:00.250+00:00",
+                                    "position": 1, "eta_s": 10.0})
+    finally:
+        monkeypatch.undo()
+        clock.tzset()
+    assert "received_at 2026-12-07T13:00:00.250+00:00 (2026-12-07 14:00:00 CET, your time)" in said  # UTC+1 in December
+
+
+def test_the_student_page_asks_which_lesson_and_knows_the_courses_time_zone(service: Any) -> None:
+    """Several lessons served: none is picked for the student (a handout names its own; the page asks otherwise),
+    and the page has the course's zone to show each moment in it beside the reader's own."""
+    page = service.get("/").text
+    assert '<select id="lesson"><option value="" selected>choose the lesson</option>' in page
+    assert '<body data-zone="UTC">' in page and 'data-due=""' in page  # this course sets no due date
+    assert "choose the lesson this file is for first" in page

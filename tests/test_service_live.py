@@ -452,7 +452,7 @@ def test_in_chromium_a_student_submits_and_sees_the_receipt_then_the_feedback_an
     with serving(course) as (url, _), playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1000, "height": 1100})
+            page = browser.new_page(viewport={"width": 1000, "height": 1100}, timezone_id="America/New_York")
             page.goto(url + "/")
             page.fill("#token", "gs_not-a-token")
             page.click("#signin-button")
@@ -463,6 +463,9 @@ def test_in_chromium_a_student_submits_and_sees_the_receipt_then_the_feedback_an
             page.set_input_files("#file", str(notebook))
             page.click("#send")
             playwright.expect(page.locator("#r-sha")).to_have_text(hashlib.sha256(notebook.read_bytes()).hexdigest())
+            # the receipt's moment in the reader's zone (New York) and the course's (UTC), never raw ISO
+            playwright.expect(page.locator("#r-at")).to_contain_text("(your time; ")
+            playwright.expect(page.locator("#r-at")).to_contain_text(" UTC)")
             playwright.expect(page.locator("#f-score")).to_contain_text("Score:", timeout=120_000)
             playwright.expect(page.locator("#history")).to_contain_text("done")
             page.screenshot(path=str(shots / "student.png"), full_page=True)
@@ -477,6 +480,7 @@ def test_in_chromium_a_student_submits_and_sees_the_receipt_then_the_feedback_an
             teacher.click("#signin-button")
             playwright.expect(teacher.locator("#counts")).to_contain_text("1 done")
             playwright.expect(teacher.locator("#recent")).to_contain_text("s03")
+            assert teacher.locator("#recent td", has_text=" UTC").count() >= 1  # received, in the course's zone
             teacher.fill("#student", "s03")
             teacher.click("#lookup")
             link = teacher.locator("#history a", has_text="report")  # a student's history links to their report

@@ -176,6 +176,8 @@ class Panel:
     right: float = WIDTH - RIGHT
     plot_top: float = TOP
     bottom: float = PANEL_HEIGHT - BOTTOM
+    said: tuple[str, ...] = ()
+    """What the panel shows, in words and numbers: its text alternative (the report lists it under the figure)."""
 
     def key_box(self) -> tuple[float, float]:
         """Width and height of the legend box."""
@@ -279,8 +281,33 @@ def _line_panel(top: float, title: str, xlabel: str, ylabel: str, series: Sequen
                   for i, (label, sx, sy, marker, dashed) in enumerate(series))
     panel = Panel(top, title, xlabel, ylabel, xticks, y.ticks(), lines=lines,
                   notes=tuple((x(a) + 4, y(b) - 4, text) for a, b, text in notes if a > 0 or not xlog),
-                  keys=tuple(Key(line.label, line.colour, line.dashed, line.marker) for line in lines))
+                  keys=tuple(Key(line.label, line.colour, line.dashed, line.marker) for line in lines),
+                  said=tuple(_said_line(label, sx, sy, xlabel, ylabel) for label, sx, sy, _, _ in series))
     return replace(panel, key_right=panel.covered(right=True) < panel.covered(right=False))
+
+
+SAID_POINTS = 12
+"""A line of more points than this is said as its range and its ends, not point by point."""
+
+
+def _said_line(label: str, xs: Sequence[float], ys: Sequence[float], xlabel: str, ylabel: str) -> str:
+    """One line of a panel in words: each point (x: y), or for a long line its count, range and ends."""
+    if len(xs) <= SAID_POINTS:
+        return f"{label} ({ylabel} by {xlabel}): " + "; ".join(f"{a:g}: {b:.4g}" for a, b in zip(xs, ys))
+    return (f"{label} ({ylabel} by {xlabel}): {len(xs)} points, {xlabel} {min(xs):g} to {max(xs):g}, {ylabel} from "
+            f"{min(ys):.4g} to {max(ys):.4g}; first {ys[0]:.4g}, last {ys[-1]:.4g}")
+
+
+def _said_compare(table: dict[str, Any], unit: str) -> tuple[str, ...]:
+    """A comparison in words: per component, each side's percentiles side by side."""
+    said = []
+    for component in table["components"]:
+        sides = [f"{table['labels'][side]} " + ", ".join(
+                     f"p{q} {float(stats.get(f'p{q}', 0.0)):.4g}" for q in PERCENTILES) + f" {unit}"
+                 if (stats := table["sides"][side][component]) else f"{table['labels'][side]}: none"
+                 for side in SIDES]
+        said.append(f"{component}: " + "; ".join(sides))
+    return tuple(said)
 
 
 def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> Panel:
@@ -320,7 +347,7 @@ def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> P
     ylabel = str(compare.get("ylabel", "ms")) + (" (log scale)" if log else "")
     return Panel(top, table["title"], compare.get("xlabel", "component"), ylabel,
                  tuple((x(i), str(c)) for i, c in enumerate(components)), y.ticks(), bars=tuple(bars),
-                 keys=tuple(keys), key_columns=2)
+                 keys=tuple(keys), key_columns=2, said=_said_compare(table, str(compare.get("ylabel", "ms"))))
 
 
 def planned_panels(spec: dict[str, Any]) -> int:

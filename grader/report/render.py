@@ -182,7 +182,7 @@ def report_context(result: GradeResult, draw: bool = True) -> dict[str, Any]:
     except Exception as err:
         context = {"measured_values": [], "simulated_views": {}, "simulated_values": [], "measured_answers": {},
                    "unshown": f"the notebook's values could not be shown ({type(err).__name__}: {str(err)[:120]})"}
-    context["figure"] = ""
+    context["figure"], context["figure_text"] = "", []
     context["manual"] = manual_view.view(result)
     context["replay"] = replay_command(result)
     context["receipt"] = RECEIPT
@@ -214,6 +214,7 @@ def report_context(result: GradeResult, draw: bool = True) -> dict[str, Any]:
         try:  # the Markdown report has no figure: drawing one for it would be wasted work
             drawn = figure.layout(seen, spec) if draw else None
             context["figure"] = environment().get_template("figure.svg.j2").render(f=drawn) if drawn else ""
+            context["figure_text"] = [(panel.title, panel.said) for panel in drawn.panels] if drawn else []
             if drawn is not None and len(drawn.panels) < figure.planned_panels(spec):  # say what is drawn, only
                 context["figure_caption"] = ("Drawn from this run's data: " + "; ".join(p.title for p in drawn.panels)
                                              + ". The lesson's other panels had no data on this run.")

@@ -141,9 +141,12 @@ class _Handlers:
 
         from grader.report import render
 
+        here = course.current()
         lessons = [(i, catalog.get(i).title) for i in self.s.lessons]
-        named = course.current().name or "the course"  # never the course's folder: the page is public
-        html = render.environment().get_template(template).render(lessons=lessons, course=named)
+        due = {i: moment.isoformat() if (moment := here.policy(i).due) else "" for i in self.s.lessons}
+        named = here.name or "the course"  # never the course's folder: the page is public
+        html = render.environment().get_template(template).render(lessons=lessons, course=named, due=due,
+                                                                  zone=here.timezone)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
 
     async def session(self, request: Request) -> Response:

@@ -223,7 +223,7 @@ class _Host:
         self.dirty = True
         if self.host.sends_grades and job.regrade is None:
             self.outbox = self.outbox or Outbox(self.setup.database)  # sent beside the grading (passback)
-            self.outbox.put(self.lesson.id, job.student, result.digest)
+            self.outbox.put(self.lesson.id, job.student, result.digest, policy.scores_shown_from(self.lesson.id))
 
     def _broken(self) -> None:
         """A worker died: every job of the pool goes back to the queue, and a new pool is forked."""

@@ -73,6 +73,16 @@ def level(lesson_id: str, now: dt.datetime | None = None) -> str:
     return policy.submissions.before_due if before else policy.submissions.after_due
 
 
+def scores_shown_from(lesson_id: str, now: dt.datetime | None = None) -> float:
+    """When students may see their scores of this lesson (a POSIX time): the due date where the course shows less
+    before it (`before_due`) and it is still ahead, else now (0.0). A grade is sent to the LMS no earlier."""
+    policy = course.current().policy(lesson_id)
+    now = now or dt.datetime.now(dt.UTC)
+    if policy.due is not None and now < policy.due and policy.submissions.before_due != "score":
+        return policy.due.timestamp()
+    return 0.0
+
+
 def verdicts(result: GradeResult) -> str:
     """What a graded submission's feedback is made from, kept with its job (JSON): each exercise's verdict, its
     public cases and how many hidden cases passed; hidden answers are never kept."""

@@ -68,7 +68,7 @@ def _send_to(where: lti_services.Context, lesson: catalog.Lesson, results: dict[
                                 lesson.max_score)
     lines = []
     for p in planned:
-        new = spelling.score(p.new) if p.new is not None else "-"
+        new = spelling.score(p.new) if p.new is not None else "held"
         state = ("no LMS user" if p.user_id is None else "unchanged" if not p.send else
                  "would send" if dry_run else "sent")
         most = spelling.score(p.max_score)
@@ -80,7 +80,10 @@ def _send_to(where: lti_services.Context, lesson: catalog.Lesson, results: dict[
     else:
         head = f"dry run: {sum(p.send for p in planned)} of {len(planned)} grades of {lesson.id}{named} would be sent"
     missing = [p.student for p in planned if p.user_id is None]
-    tail = ([f"not in the LMS (no launch, not on its roster): {', '.join(missing)}"] if missing else []) + (
+    held = any(p.new is None for p in planned)
+    tail = ([f"scores held: students see no score of {lesson.id} before its due date (course.toml's before_due), so "
+             "the LMS is sent each submission as pending, with no score; run send-grades again after the due date"]
+            if held else []) + ([f"not in the LMS (no launch, not on its roster): {', '.join(missing)}"] if missing else []) + (
         [f"in the LMS with no grade here: {', '.join(unmatched)}"] if unmatched else [])
     return [head, *lines, *tail]
 

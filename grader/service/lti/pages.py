@@ -112,13 +112,23 @@ class _Pages:
         if launch.message_type == "LtiDeepLinkingRequest":
             return self._choose(launch)
         token = self.book.session(Identity(launch.student, launch.name, launch.role))
-        custom = launch.claims.get(lti_launch.LTI + "custom") or {}
-        lesson = custom.get("lesson") if isinstance(custom, dict) else None
+        lesson = self._lesson_of(launch)
         target = "/instructor" if launch.role == "instructor" else "/" + (
             f"?lesson={lesson}" if lesson in self.lessons else "")
         slot = "grader-instructor" if launch.role == "instructor" else "grader-token"
         return _page("Signed in", "launched", student=launch.student, role=launch.role,
                      name=launch.name or launch.student, slot=slot, token=token, target=target)
+
+    def _lesson_of(self, launch: lti_launch.Launch) -> str | None:
+        """The lesson a launch is for: its deep link's (`custom.lesson`), else the one its resource link's title
+        names (by id or title, whatever the case), else none (the page asks the student to choose, never guesses)."""
+        custom = launch.claims.get(lti_launch.LTI + "custom") or {}
+        if isinstance(custom, dict) and custom.get("lesson") in self.lessons:
+            return str(custom["lesson"])
+        link = launch.claims.get(lti_launch.LTI + "resource_link") or {}
+        title = str(link.get("title") or "").strip().casefold() if isinstance(link, dict) else ""
+        named = [i for i in self.lessons if title and title in (i.casefold(), catalog.get(i).title.casefold())]
+        return named[0] if len(named) == 1 else None
 
     def _choose(self, launch: lti_launch.Launch) -> Any:
         if launch.role != "instructor":

@@ -26,6 +26,7 @@ from typing import Any
 
 from grader.base import spelling
 from grader.result.record import GradeResult
+from grader.service import policy
 from grader.service.jobs import BACKOFF_S, Tables
 from grader.service.lti import courses as lti_course, keys as lti_keys
 from grader.service.lti.keys import LtiRefused, Platform
@@ -176,13 +177,16 @@ class Planned:
 def plan(where: Context, results: list[GradeResult], lesson_id: str, users: dict[str, str],
          points: float) -> list[Planned]:
     """What sending the lesson's grades to this LMS course would do, per student (users: the course id -> the
-    platform's user id; points: the lesson's, the maximum of a submission that could not be graded)."""
+    platform's user id; points: the lesson's, the maximum of a submission that could not be graded). Where the
+    course's policy does not show students their score yet (`before_due` other than "score", before the due date),
+    none is sent: the LMS is told the work is submitted and its grade pending, so it shows no more than the tool."""
     sent = _sent(where).get(lesson_id, {})
+    hidden = policy.level(lesson_id) != "score"
     planned = []
     for result in results:
         pending = result.manual is not None and bool(result.manual.pending)
-        progress = "PendingManual" if pending else "FullyGraded"
-        score = result.score if result.status == "graded" else 0.0
+        progress = "Pending" if hidden else "PendingManual" if pending else "FullyGraded"
+        score = None if hidden else result.score if result.status == "graded" else 0.0
         before = sent.get(result.student) or {}
         same = before.get("digest") == result.digest and before.get("score") == score and \
             before.get("progress") == progress
@@ -205,10 +209,11 @@ def send(where: Context, lesson_id: str, title: str, points: float, planned: lis
     with _client() as http:
         for p in todo:
             result = results[p.student]
-            body: dict[str, Any] = {"userId": p.user_id, "scoreGiven": p.new, "scoreMaximum": p.max_score,
-                    "activityProgress": "Submitted", "gradingProgress": p.progress,
+            body: dict[str, Any] = {"userId": p.user_id, "activityProgress": "Submitted", "gradingProgress": p.progress,
                     "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
                     "comment": f"graded by the course's autograder (submission {str(result.digest)[:12]})"}
+            if p.new is not None:  # a score students may see now (AGS: no scoreGiven, no grade shown)
+                body |= {"scoreGiven": p.new, "scoreMaximum": p.max_score}
             if result.submitted_as is not None and result.submitted_as.submitted_at:
                 body["submission"] = {"submittedAt": result.submitted_as.submitted_at}
             got = http.post(scores, json=body, headers={"Authorization": f"Bearer {bearer}", "Content-Type": SCORE})
@@ -318,12 +323,14 @@ class Outbox(Tables):
     """The grades to send to the LMS, a row each, drained beside the grading (dispatch.passback): a slow or failing
     LMS delays no grade and re-queues no job. A newer grade of a student replaces one still waiting."""
 
-    def put(self, lesson: str, student: str, digest: str | None) -> None:
+    def put(self, lesson: str, student: str, digest: str | None, not_before: float = 0.0) -> None:
+        """A grade to send, no earlier than `not_before` (the due date, where students see no score before it)."""
         with self._tx() as db:
-            if db.execute("UPDATE outbox SET digest=?, not_before=0 WHERE lesson=? AND student=? AND state='waiting'",
-                          (digest, lesson, student)) == 0:
-                db.execute("INSERT INTO outbox (id, lesson, student, digest, state, made) VALUES (?, ?, ?, ?, "
-                           "'waiting', ?)", (secrets.token_hex(8), lesson, student, digest, time.time()))
+            if db.execute("UPDATE outbox SET digest=?, not_before=? WHERE lesson=? AND student=? AND state='waiting'",
+                          (digest, not_before, lesson, student)) == 0:
+                db.execute("INSERT INTO outbox (id, lesson, student, digest, state, not_before, made) VALUES (?, ?, ?, "
+                           "?, 'waiting', ?, ?)", (secrets.token_hex(8), lesson, student, digest, not_before,
+                                                  time.time()))
 
     def take(self, worker: str, n: int, lease_s: float) -> list[Passback]:
         """Up to n waiting grades for `worker`, leased; those whose sender died go back first."""
