@@ -106,6 +106,16 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.stdout.close()
 
 
+def _in_session(sid: int) -> list[str]:
+    """The command lines of the processes still in a session (a server started with start_new_session)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError, IndexError):
+            if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3]) == sid:
+                found.append(Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")[:160])
+    return found
+
+
 def _submit(url: str, token: str, path: Path) -> httpx.Response:
     return httpx.post(f"{url}/api/submissions", params={"lesson": LESSON}, content=path.read_bytes(),
                       headers={"Authorization": f"Bearer {token}"}, timeout=30)
@@ -160,6 +170,8 @@ def test_a_server_killed_mid_burst_loses_nothing_and_grades_nothing_twice(course
         time.sleep(2.0)  # some are being graded now
         os.kill(proc.pid, signal.SIGKILL)  # the server itself, mid-burst: its grading side dies with it
         proc.wait(10)
+        time.sleep(2.0)
+        assert _in_session(proc.pid) == []  # every process it started has ended (a kernel's sandbox dies with it)
     with serving(course) as (url, _):
         for student in list(files)[5:7]:
             got = _submit(url, course["tokens"][student], files[student])

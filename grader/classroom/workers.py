@@ -56,11 +56,15 @@ try:
 except ImportError:  # without Dask, `results` says how to install it
     WorkerPlugin = object  # type: ignore[misc,assignment]
 
-def die_with_parent() -> None:
-    """A worker's (or a service's grading process's) start: killed with its parent, deaf to a terminal's Ctrl-C."""
+def die_with_parent(parent: int | None = None) -> None:
+    """A worker's (or a service's grading process's) start: killed with its parent, deaf to a terminal's Ctrl-C.
+    `parent`: the pid that forked it; a parent already gone by the time the child asks (killed between the fork
+    and here, where no death signal can reach the child any more) ends the child at once."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if parent is not None and os.getppid() != parent:
+            os._exit(1)
     # The parent decides on Ctrl-C. A process group of its own keeps a terminal's Ctrl-C from the worker: ignoring
     # SIGINT is not enough, since nbclient installs a SIGINT handler of its own while a kernel runs and would shut
     # that kernel down under the grade.
@@ -316,7 +320,7 @@ def pool(jobs: int, scheduler: str | None = None) -> cf.Executor:
     one task there (`one_on_cluster`)."""
     if scheduler is not None:
         return cf.ThreadPoolExecutor(max_workers=jobs)
-    return cf.ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent)
+    return cf.ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent, initargs=(os.getpid(),))
 
 
 def one_on_cluster(scheduler: str, tls: Path | None, path: Path, lesson_id: str, options: Options, student: str,

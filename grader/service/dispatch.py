@@ -77,9 +77,9 @@ class Setup:
     """What the command line fixes of every student's draw (`--seed`, `--hash-seed`)."""
 
 
-def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
+def supervise(setup: Setup, lessons: tuple[str, ...], parent: int | None = None) -> None:
     """The supervisor's loop (a process of its own): reap expired leases, start a host per lesson with work."""
-    workers.die_with_parent()
+    workers.die_with_parent(parent)
     os.nice(NICE)  # the HTTP side answers first: a receipt never waits behind a grade
     queue = Queue(setup.database)
     hosts: dict[str, Any] = {}
@@ -90,7 +90,7 @@ def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
                 sender is None or not sender.is_alive()):
             if sender is not None:
                 sender.join(0)
-            sender = context.Process(target=passback, args=(setup,), name="grader-passback")
+            sender = context.Process(target=passback, args=(setup, os.getpid()), name="grader-passback")
             sender.start()
         queue.reap()
         waiting = queue.waiting() & set(lessons)
@@ -99,15 +99,16 @@ def supervise(setup: Setup, lessons: tuple[str, ...]) -> None:
             if host is None or not host.is_alive():
                 if host is not None:
                     host.join(0)
-                hosts[lesson] = context.Process(target=host_lesson, args=(setup, lesson), name=f"grader-{lesson}")
+                hosts[lesson] = context.Process(target=host_lesson, args=(setup, lesson, os.getpid()),
+                                                name=f"grader-{lesson}")
                 hosts[lesson].start()
         time.sleep(0.5)
 
 
-def passback(setup: Setup) -> None:
+def passback(setup: Setup, parent: int | None = None) -> None:
     """The outbox's sender, a process of its own beside the lesson hosts: each waiting grade goes to the LMS (the
     student's latest recorded one), retried with a backoff; an LMS that takes 40 s a score delays no grade."""
-    workers.die_with_parent()
+    workers.die_with_parent(parent)
     outbox = Outbox(setup.database)
     worker = f"{setup.server}/passback"
     while True:
@@ -129,9 +130,9 @@ def _sent(setup: Setup, row: Passback) -> tuple[bool, str]:
         return False, f"{row.student}'s grade was not sent to the LMS ({type(err).__name__}: {str(err)[:200]})"
 
 
-def host_lesson(setup: Setup, lesson_id: str) -> None:
+def host_lesson(setup: Setup, lesson_id: str, parent: int | None = None) -> None:
     """One lesson's host: prepare once, then grade its queue until idle."""
-    workers.die_with_parent()
+    workers.die_with_parent(parent)
     _Host(setup, lesson_id).loop()
 
 

@@ -119,7 +119,7 @@ def serve(config: Config, ready: Any = None) -> None:
     setup = dispatch.Setup(database=where, out=config.out.absolute(), jobs=config.jobs, options=config.options,
                            lease_s=config.lease_s, server=name, scheduler=config.scheduler, tls=config.tls,
                            given=config.given)
-    grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons),
+    grading = multiprocessing.get_context("fork").Process(target=dispatch.supervise, args=(setup, lessons, os.getpid()),
                                                           name="grader-supervisor")
     grading.start()
     book = Book(held=records.Held(records.Database(where, "queue")))  # sessions every server sees
