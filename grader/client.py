@@ -173,7 +173,9 @@ class Sent(dict[str, Any]):
         state = self.get("state") or {}
         said = str(state.get("status") or "received")
         if state.get("score") is not None and state.get("max_score") is not None:
-            said += f", {state['score']:g} of {state['max_score']:g}"
+            from grader.base import spelling
+
+            said += f", {spelling.score(state['score'])} of {spelling.score(state['max_score'])}"
         return f"submission {self['receipt'].get('id', '?')}: {said}"
 
     def __repr__(self) -> str:

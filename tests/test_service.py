@@ -42,8 +42,9 @@ def test_receipts_count_the_queue_ahead_and_a_resubmission_supersedes_the_queued
     assert q.get(first.id).state == "superseded" and q.get(first.id).superseded_by == third.id
     assert third.position == 2  # ben (received earlier) and then her new one
     assert q.counts()["queued"] == 2
-    # no grade yet: the estimate is the 10 s default per round of 2 jobs; position 2 is the first round
-    assert third.eta_s == 10.0
+    # no grade yet and no host running: its start (15 s before one is measured) and the 10 s default per round of
+    # 2 jobs; position 2 is the first round
+    assert third.eta_s == 15.0 + 10.0
 
 
 def test_students_take_turns_and_one_student_never_runs_two_jobs_of_a_lesson_at_once(tmp_path: Path) -> None:
@@ -428,3 +429,19 @@ def test_the_student_page_asks_which_lesson_and_knows_the_courses_time_zone(serv
     assert '<select id="lesson"><option value="" selected>choose the lesson</option>' in page
     assert '<body data-zone="UTC">' in page and 'data-due=""' in page  # this course sets no due date
     assert "choose the lesson this file is for first" in page
+
+
+def test_a_cold_lessons_first_estimate_counts_its_hosts_start(tmp_path: Path) -> None:
+    """No grade yet, no host running: the estimate is the host's start (15 s before one was measured, then the
+    measured one) plus a grade (10 s before one is timed); with a host running, no start is counted."""
+    from grader.service import jobs
+
+    q = jobs.Queue(tmp_path / "q.sqlite")
+    _, first = q.add("inference-capacity", "ada", "a" * 64, "hw.ipynb", b"x", "2026-12-06T00:00:00+00:00", True, 2)
+    assert first.eta_s == 15.0 + 10.0  # position 1 of 2 workers: one round
+    jobs.started(q, "inference-capacity", 7.5)
+    _, second = q.add("inference-capacity", "ben", "b" * 64, "hw.ipynb", b"y", "2026-12-06T00:00:01+00:00", True, 2)
+    assert second.eta_s == 7.5 + 10.0
+    assert q.claim(["inference-capacity"], "here", 1, 30)  # a host runs now: the next grade waits for no start
+    _, third = q.add("inference-capacity", "cleo", "c" * 64, "hw.ipynb", b"z", "2026-12-06T00:00:02+00:00", True, 2)
+    assert third.eta_s == 10.0

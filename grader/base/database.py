@@ -98,11 +98,13 @@ class Held:
     launched on another; a replayed nonce is refused by whichever server it reaches. Wall-clock times: the servers'
     clocks agree (NTP), their monotonic clocks do not."""
 
+    TABLE = ("CREATE TABLE IF NOT EXISTS held (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+             "until DOUBLE PRECISION NOT NULL, PRIMARY KEY (kind, key))")
+
     def __init__(self, db: Database) -> None:
         self.db = db
         with db.schema() as cursor:
-            cursor.execute("CREATE TABLE IF NOT EXISTS held (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT "
-                           "NULL, until DOUBLE PRECISION NOT NULL, PRIMARY KEY (kind, key))")
+            cursor.execute(self.TABLE)
 
     def put(self, kind: str, key: str, value: str, seconds: float) -> None:
         """Keep `value` under (kind, key) for `seconds` (what had expired is let go on the way)."""

@@ -286,13 +286,9 @@ def _line_panel(top: float, title: str, xlabel: str, ylabel: str, series: Sequen
     return replace(panel, key_right=panel.covered(right=True) < panel.covered(right=False))
 
 
-SAID_POINTS = 12
-"""A line of more points than this is said as its range and its ends, not point by point."""
-
-
-def _said_line(label: str, xs: Sequence[float], ys: Sequence[float], xlabel: str, ylabel: str) -> str:
-    """One line of a panel in words: each point (x: y), or for a long line its count, range and ends."""
-    if len(xs) <= SAID_POINTS:
+def _said_line(label: str, xs: Sequence[float], ys: Sequence[float], xlabel: str, ylabel: str, most: int = 12) -> str:
+    """One line of a panel in words: each point (x: y), or for a line of over `most` points its count, range, ends."""
+    if len(xs) <= most:
         return f"{label} ({ylabel} by {xlabel}): " + "; ".join(f"{a:g}: {b:.4g}" for a, b in zip(xs, ys))
     return (f"{label} ({ylabel} by {xlabel}): {len(xs)} points, {xlabel} {min(xs):g} to {max(xs):g}, {ylabel} from "
             f"{min(ys):.4g} to {max(ys):.4g}; first {ys[0]:.4g}, last {ys[-1]:.4g}")
@@ -300,14 +296,10 @@ def _said_line(label: str, xs: Sequence[float], ys: Sequence[float], xlabel: str
 
 def _said_compare(table: dict[str, Any], unit: str) -> tuple[str, ...]:
     """A comparison in words: per component, each side's percentiles side by side."""
-    said = []
-    for component in table["components"]:
-        sides = [f"{table['labels'][side]} " + ", ".join(
-                     f"p{q} {float(stats.get(f'p{q}', 0.0)):.4g}" for q in PERCENTILES) + f" {unit}"
-                 if (stats := table["sides"][side][component]) else f"{table['labels'][side]}: none"
-                 for side in SIDES]
-        said.append(f"{component}: " + "; ".join(sides))
-    return tuple(said)
+    return tuple(f"{component}: " + "; ".join(
+        f"{table['labels'][side]} " + ", ".join(f"p{q} {float(stats.get(f'p{q}', 0.0)):.4g}" for q in PERCENTILES)
+        + f" {unit}" if (stats := table["sides"][side][component]) else f"{table['labels'][side]}: none"
+        for side in SIDES) for component in table["components"])
 
 
 def _compare_panel(top: float, table: dict[str, Any], spec: dict[str, Any]) -> Panel:

@@ -39,15 +39,14 @@ from grader.classroom.batch_folder import BatchFolder, keep_received
 from grader.lesson import catalog, course
 from grader.lesson.draw import Draw, Given
 from grader.report.finish import Graded
-from grader.service import policy
-from grader.service.jobs import Job, Queue
+from grader.service import jobs, policy
+from grader.service.jobs import HOST_IDLE_S, Job, Queue
 from grader.service.lti.services import Outbox, Passback, send_one
 
 log = logging.getLogger(__name__)
 """The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
 
-IDLE_S = 300.0
-"""A lesson host with nothing to grade for this long stops (the next submission starts it again)."""
+IDLE_S = HOST_IDLE_S
 CLASS_FILES_S = 120.0
 """grades.csv, the dashboard and similarity are rewritten whenever the lesson's queue empties, and at most this often
 while it does not (they read every grade of the class)."""
@@ -146,8 +145,11 @@ class _Host:
         # the lesson prepared (where grades run here), each student's draw, the one record, the class's files: as
         # `grader batch` does them (classroom/host.py); the course secret is read there, never by a worker. The
         # gradebook connection is the host's one: it records one job at a time.
+        began = time.monotonic()
         self.host = hosting.LessonHost.serving(lesson_id, self.out, setup.options, setup.jobs, setup.given,
                                                grades_here=setup.scheduler is None)
+        # how long a start takes here: the first receipt of a cold lesson counts it in its estimate (jobs._warming)
+        jobs.started(self.queue, lesson_id, time.monotonic() - began)
         self.lesson = self.host.lesson
         self.worker = f"{setup.server}/{lesson_id}"
         self.running: dict[cf.Future[Graded], Job] = {}

@@ -130,6 +130,7 @@ _SCHEMA = (
     " DEFAULT 0, lease_until DOUBLE PRECISION, worker TEXT, said TEXT, made DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (lesson, state, priority, turn, received)",
     "CREATE INDEX IF NOT EXISTS jobs_student ON jobs (student, lesson, state)",
+    database.Held.TABLE,
 )
 
 
@@ -167,7 +168,7 @@ class Queue(Tables):
         with self._tx() as db:
             kept = [_kept(db, a, priority, admit) for a in arrivals]
         typical = {lesson: self._typical(lesson) for lesson in {a.lesson for a in arrivals}}
-        return [Receipt(job_id, a.sha256, a.received_at, position, _eta(typical[a.lesson], position, jobs))
+        return [Receipt(job_id, a.sha256, a.received_at, position, _eta(*typical[a.lesson], position, jobs))
                 for a, (job_id, position) in zip(arrivals, kept)]
 
     def regrade(self, lesson: str, regrade: str) -> int:
@@ -251,11 +252,14 @@ class Queue(Tables):
 
     def eta(self, lesson: str, position: int, jobs: int) -> float:
         """Seconds until a job at this position is graded, from the median of recent grades (10 s before any)."""
-        return _eta(self._typical(lesson), position, jobs)
+        return _eta(*self._typical(lesson), position, jobs)
 
-    def _typical(self, lesson: str) -> float:
+    def _typical(self, lesson: str) -> tuple[float, float]:
+        """(the median of the lesson's recent grades, the seconds its host needs to start first, where none runs)."""
         _, grading = self.durations(lesson, 50)
-        return statistics.median(grading) if grading else 10.0
+        with self._tx() as db:
+            warming = _warming(db, lesson)
+        return statistics.median(grading) if grading else 10.0, warming
 
     # -- grading ----------------------------------------------------------------------------------------------
     def claim(self, lessons: Sequence[str], worker: str, n: int, lease_s: float) -> list[Job]:
@@ -361,8 +365,30 @@ def _kept(db: database.Cursor, a: Arrival, priority: int, admit: Callable[[Arriv
     return job_id, int(position)
 
 
-def _eta(typical: float, position: int, jobs: int) -> float:
-    return round(-(-max(1, position) // max(1, jobs)) * typical, 1)
+def _eta(typical: float, warming: float, position: int, jobs: int) -> float:
+    return round(warming + -(-max(1, position) // max(1, jobs)) * typical, 1)
+
+
+HOST_IDLE_S = 300.0
+"""A lesson host with nothing to grade for this long stops (the next submission starts it again)."""
+COLD_START_S = 15.0
+"""A lesson host's start (its warm template, the prepared lesson) before one was measured on this server."""
+
+
+def started(queue: Queue, lesson: str, seconds: float) -> None:
+    """A lesson host's start, measured: the next receipt of the lesson with no host running counts it in."""
+    database.Held(queue).put("host-start", lesson, f"{seconds:.1f}", 30 * 86400)
+
+
+def _warming(db: database.Cursor, lesson: str) -> float:
+    """Seconds before the lesson's next grade can start where no host of it runs (no job of it ran or finished in
+    HOST_IDLE_S): its host's last measured start (`started`), else COLD_START_S; else 0."""
+    now = time.time()
+    if db.one("SELECT COUNT(*) FROM jobs WHERE lesson=? AND (state='running' OR finished > ?)",
+              (lesson, now - HOST_IDLE_S))[0]:
+        return 0.0
+    measured = db.one("SELECT value FROM held WHERE kind='host-start' AND key=?", (lesson,))
+    return float(measured[0]) if measured else COLD_START_S
 
 
 def _retry(db: database.Cursor, job_id: str, tries: int, why: str, now: float) -> None:
