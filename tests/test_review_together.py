@@ -80,6 +80,9 @@ def test_two_graders_pages_one_stale_decision_refused_and_the_other_page_updated
             playwright.expect(error).to_contain_text("reload")
             sam.clock.run_for(2500)  # one look for changes: lin's decision appears on sam's page
             playwright.expect(sam.locator(".card").first.locator(".state")).to_contain_text("by lin")
+            # and said, for a screen reader: another grader's decision in the page's live region
+            playwright.expect(sam.locator("#said")).to_contain_text("lin graded dev's answer to ")
+            assert sam.get_attribute("#said", "aria-live") == "polite"
             assert sam.locator(".card").first.locator(".items button").first.get_attribute("aria-pressed") == "true"
             sam.keyboard.press("2")  # now against what lin decided: taken
             playwright.expect(sam.locator(".card").first.locator(".state")).to_contain_text("by you")
