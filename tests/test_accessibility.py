@@ -302,3 +302,31 @@ def test_a_student_signs_in_submits_and_hears_the_receipt_by_the_keyboard_alone(
             expect(page.locator("#f-state")).to_contain_text("queued")
         finally:
             browser.close()
+
+
+def test_the_instructor_hears_a_submission_that_needs_them(service) -> None:
+    """WCAG 4.1.3: a submission the grader gave up on (dead) is announced on the instructor's page as it appears;
+    the ones already there when they signed in are not read out again."""
+    import contextlib
+    import sqlite3
+
+    from playwright.sync_api import expect, sync_playwright
+
+    chromium = _chromium()
+    queue = service.served.queue
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(str(service.base_url) + "/instructor")
+            page.fill("#token", service.tokens["prof"])
+            page.click("#signin-button")
+            expect(page.locator("#counts")).to_contain_text("queued")
+            job, _ = queue.add(LESSON, "ada", "a" * 64, "hw.ipynb", b"x", "2026-12-06T00:00:00+00:00", True)
+            with contextlib.closing(sqlite3.connect(queue.where)) as db, db:  # as three failed tries leave it
+                db.execute("UPDATE jobs SET state='dead', error='a grading worker died' WHERE id=?", (job.id,))
+            expect(page.locator("#said")).to_contain_text(f"ada's submission of {LESSON} needs you: ", timeout=10_000)
+            expect(page.locator("#said")).to_contain_text("a grading worker died")
+            assert page.get_attribute("#said", "aria-live") == "polite"
+        finally:
+            browser.close()

@@ -246,3 +246,45 @@ def test_a_sample_graded_twice_blind_shows_the_agreement_on_the_page(out: Path, 
     assert "Graders' agreement" in (out / "index.html").read_text()
     ada = json.loads((out / "results" / "ada.json").read_text())  # the second grading changed no grade
     assert [w["grader"] for w in ada["manual"]["written"] if w["question"] == "prediction"] == ["lin"]
+
+
+@pytest.mark.browser
+def test_a_grader_goes_through_the_review_page_by_the_keyboard_alone(out: Path, tmp_path: Path) -> None:  # noqa: F811
+    """WCAG 2.1.1: skip to the answers, move to the next group, apply a rubric item, write a comment and leave it
+    (saved), go to the next question and grade there, all without a mouse; what was decided is in the store."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    folder = tmp_path / "batch"
+    shutil.copytree(out, folder)  # a copy: the other tests' decisions are theirs
+    for stale in folder.glob("review.sqlite*"):
+        stale.unlink()
+    url = _serving(folder, "kim")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector(".card")
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
+            page.keyboard.press("Enter")
+            page.keyboard.press("j")  # the next group of answers
+            page.keyboard.press("1")  # its first rubric item, saved at once
+            second = page.locator(".card").nth(1)
+            playwright.expect(second.locator(".state")).to_contain_text("by you")
+            page.keyboard.press("c")  # its comment box
+            page.keyboard.type("see the second part")
+            page.keyboard.press("Escape")  # out of the box (its change is saved), and the keys are the page's again
+            playwright.expect(second.locator("textarea")).to_have_value("see the second part")
+            page.keyboard.press("]")  # the next question
+            page.keyboard.press("1")
+            playwright.expect(page.locator(".card").first.locator(".state")).to_contain_text("by you")
+        finally:
+            browser.close()
+    with Store(folder / "review.sqlite") as store:
+        decided = store.written("inference-scaling")
+    assert {q for _, q in decided} >= {"prediction"} and len({q for _, q in decided}) == 2
+    assert all(d.grader == "kim" for d in decided.values())
+    assert any(d.comment == "see the second part" and d.items for d in decided.values())
