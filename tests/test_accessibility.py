@@ -330,3 +330,30 @@ def test_the_instructor_hears_a_submission_that_needs_them(service) -> None:
             assert page.get_attribute("#said", "aria-live") == "polite"
         finally:
             browser.close()
+
+
+def test_a_script_chosen_on_the_student_page_picks_the_lesson_whose_names_it_defines(service, tmp_path) -> None:
+    """A .py script names no lesson (a handout does, in its metadata): the page picks the lesson whose handout
+    names the script defines, half of them at least, and none for a script that defines none of any."""
+    from playwright.sync_api import expect, sync_playwright
+
+    root = Path(__file__).resolve().parent.parent
+    other = tmp_path / "mine.py"
+    other.write_text("x = 1\ndef helper():\n    return x\n")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(str(service.base_url) + "/")
+            page.fill("#token", service.tokens["ada"])
+            page.click("#signin-button")
+            expect(page.locator("#who")).to_contain_text("Ada")
+            expect(page.locator("#lesson")).to_have_value("")  # several lessons: none is taken for the student
+            for lesson in ("inference-scaling", "dynamic-batching", "inference-capacity"):
+                page.set_input_files("#file", str(root / "samples" / lesson / "ben.py"))
+                expect(page.locator("#lesson")).to_have_value(lesson)
+            page.select_option("#lesson", "")
+            page.set_input_files("#file", str(other))
+            expect(page.locator("#lesson")).to_have_value("")  # the page asks; nothing is guessed
+        finally:
+            browser.close()

@@ -38,7 +38,7 @@ from starlette.authentication import requires
 from grader.base import database, files
 from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
-from grader.lesson import catalog, course
+from grader.lesson import catalog, course, handout
 from grader.service import auth, jobs, policy, upload
 from grader.service.jobs import Job, Queue
 from grader.service.lti import pages as lti_pages
@@ -145,8 +145,9 @@ class _Handlers:
         lessons = [(i, catalog.get(i).title) for i in self.s.lessons]
         due = {i: moment.isoformat() if (moment := here.policy(i).due) else "" for i in self.s.lessons}
         named = here.name or "the course"  # never the course's folder: the page is public
+        names = {i: " ".join(sorted(handout.needed_names(catalog.get(i)))) for i in self.s.lessons}  # the handouts'
         html = render.environment().get_template(template).render(lessons=lessons, course=named, due=due,
-                                                                  zone=here.timezone)
+                                                                  zone=here.timezone, names=names)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
 
     async def session(self, request: Request) -> Response:
