@@ -258,6 +258,22 @@ def test_tokens_are_kept_hashed_and_a_new_one_replaces_the_old(own_course: Any, 
     assert fresh.who(made[0][1]) is None and fresh.who(again).who == "ada"
 
 
+def test_a_token_issued_again_is_refused_by_every_running_server_within_seconds(own_course: Any) -> None:
+    """Two servers of one course (each its own token book, reading the course folder they share): `grader tokens`
+    issuing a student's token again is seen by both, the old token refused and the new one taken, within 5 s."""
+    from grader.service import tokens
+
+    own_course()
+    old = tokens.issue([("ada", "Ada")], "student")[0][1]
+    servers = [tokens.Book(), tokens.Book()]
+    assert all(book.who(old).who == "ada" for book in servers)
+    new = tokens.issue([("ada", "Ada")], "student")[0][1]
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(book.who(old) is not None for book in servers):
+        time.sleep(0.1)
+    assert all(book.who(old) is None and book.who(new).who == "ada" for book in servers)
+
+
 def test_a_regrade_queues_each_students_latest_graded_submission_last_with_its_receive_time(tmp_path: Path) -> None:
     q = _q(tmp_path)
     for student, body in (("ada", b"a1"), ("ada", b"a2"), ("ben", b"b1")):
