@@ -10,11 +10,13 @@ LTI pages as the service renders them.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
 import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -304,56 +306,56 @@ def test_a_student_signs_in_submits_and_hears_the_receipt_by_the_keyboard_alone(
             browser.close()
 
 
+@contextlib.contextmanager
+def _signed_in(service: Any, path: str, who: str, ready: str) -> Iterator[Any]:
+    """A Chromium page of the service at `path`, signed in with `who`'s token once `ready` is shown; closed after."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(str(service.base_url) + path)
+            page.fill("#token", service.tokens[who])
+            page.click("#signin-button")
+            expect(page.locator(ready)).to_be_visible()
+            yield page
+        finally:
+            browser.close()
+
+
 def test_the_instructor_hears_a_submission_that_needs_them(service) -> None:
     """WCAG 4.1.3: a submission the grader gave up on (dead) is announced on the instructor's page as it appears;
     the ones already there when they signed in are not read out again."""
-    import contextlib
     import sqlite3
 
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    chromium = _chromium()
     queue = service.served.queue
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(str(service.base_url) + "/instructor")
-            page.fill("#token", service.tokens["prof"])
-            page.click("#signin-button")
-            expect(page.locator("#counts")).to_contain_text("queued")
-            job, _ = queue.add(LESSON, "ada", "a" * 64, "hw.ipynb", b"x", "2026-12-06T00:00:00+00:00", True)
-            with contextlib.closing(sqlite3.connect(queue.where)) as db, db:  # as three failed tries leave it
-                db.execute("UPDATE jobs SET state='dead', error='a grading worker died' WHERE id=?", (job.id,))
-            expect(page.locator("#said")).to_contain_text(f"ada's submission of {LESSON} needs you: ", timeout=10_000)
-            expect(page.locator("#said")).to_contain_text("a grading worker died")
-            assert page.get_attribute("#said", "aria-live") == "polite"
-        finally:
-            browser.close()
+    with _signed_in(service, "/instructor", "prof", "#counts") as page:
+        expect(page.locator("#counts")).to_contain_text("queued")
+        job, _ = queue.add(LESSON, "ada", "a" * 64, "hw.ipynb", b"x", "2026-12-06T00:00:00+00:00", True)
+        with contextlib.closing(sqlite3.connect(queue.where)) as db, db:  # as three failed tries leave it
+            db.execute("UPDATE jobs SET state='dead', error='a grading worker died' WHERE id=?", (job.id,))
+        expect(page.locator("#said")).to_contain_text(f"ada's submission of {LESSON} needs you: ", timeout=10_000)
+        expect(page.locator("#said")).to_contain_text("a grading worker died")
+        assert page.get_attribute("#said", "aria-live") == "polite"
 
 
 def test_a_script_chosen_on_the_student_page_picks_the_lesson_whose_names_it_defines(service, tmp_path) -> None:
     """A .py script names no lesson (a handout does, in its metadata): the page picks the lesson whose handout
     names the script defines, half of them at least, and none for a script that defines none of any."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     root = Path(__file__).resolve().parent.parent
     other = tmp_path / "mine.py"
     other.write_text("x = 1\ndef helper():\n    return x\n")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(str(service.base_url) + "/")
-            page.fill("#token", service.tokens["ada"])
-            page.click("#signin-button")
-            expect(page.locator("#who")).to_contain_text("Ada")
-            expect(page.locator("#lesson")).to_have_value("")  # several lessons: none is taken for the student
-            for lesson in ("inference-scaling", "dynamic-batching", "inference-capacity"):
-                page.set_input_files("#file", str(root / "samples" / lesson / "ben.py"))
-                expect(page.locator("#lesson")).to_have_value(lesson)
-            page.select_option("#lesson", "")
-            page.set_input_files("#file", str(other))
-            expect(page.locator("#lesson")).to_have_value("")  # the page asks; nothing is guessed
-        finally:
-            browser.close()
+    with _signed_in(service, "/", "ada", "#who") as page:
+        expect(page.locator("#who")).to_contain_text("Ada")
+        expect(page.locator("#lesson")).to_have_value("")  # several lessons: none is taken for the student
+        for lesson in ("inference-scaling", "dynamic-batching", "inference-capacity"):
+            page.set_input_files("#file", str(root / "samples" / lesson / "ben.py"))
+            expect(page.locator("#lesson")).to_have_value(lesson)
+        page.select_option("#lesson", "")
+        page.set_input_files("#file", str(other))
+        expect(page.locator("#lesson")).to_have_value("")  # the page asks; nothing is guessed

@@ -3,9 +3,12 @@ when, and every open page learns of the others' decisions without a reload."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_review import batch, course_key_module, out  # noqa: F401 -- the signed batch of four, shared
@@ -26,6 +29,23 @@ def _serving(folder: Path, grader: str, second: bool = False) -> str:
             break
         threading.Event().wait(0.05)
     return ready[0]
+
+
+@contextlib.contextmanager
+def _page(url: str) -> Iterator[tuple[Any, Any]]:
+    """A Chromium page open at `url`, and Playwright's `expect`; skipped where there is no Chromium; closed after."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            yield page, playwright.expect
+        finally:
+            browser.close()
 
 
 def _decision(grader: str, items: tuple[str, ...], at: str = "2026-12-06T14:02:11+00:00") -> WrittenGrade:
@@ -120,41 +140,31 @@ def test_a_group_of_similar_answers_is_graded_in_one_step_and_a_member_can_be_ta
                                                                                          tmp_path: Path) -> None:
     import json
 
-    playwright = pytest.importorskip("playwright.sync_api")
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed")
     copy = tmp_path / "out"
     shutil.copytree(similar, copy)
     url = _serving(copy, "lin")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(url)
-            group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
-            playwright.expect(group).to_contain_text("ada")
-            playwright.expect(group).to_contain_text("ben")
-            group.locator(".answer").click()  # the card in focus (its text: not a button)
-            page.keyboard.press("1")
-            page.keyboard.press("2")  # one decision, both rubric items, for both students
-            playwright.expect(group.locator(".state")).to_contain_text("graded: 1 of 1 points")
-            playwright.expect(page.locator("nav button").first).to_contain_text("graded 2 of 4")
-            assert page.locator("#threshold").input_value() == "0.6"
-            page.locator("#threshold").fill("1")
-            page.locator("#threshold").press("Enter")  # identical only: ada and ben apart again
-            page.wait_for_url("**threshold=1**")
-            playwright.expect(page.locator(".card", has_text="similar answers")).to_have_count(0)
-            page.locator("#threshold").fill("0.6")
-            page.locator("#threshold").press("Enter")
-            page.wait_for_url("**threshold=0.6**")
-            group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
-            page.set_viewport_size({"width": 1100, "height": 900})
-            page.screenshot(path=str(tmp_path / "review-similar.png"))
-            group.locator("button.apart").nth(1).click()  # ben, graded apart from ada
-            playwright.expect(page.locator(".card", has_text="taken out of its group")).to_contain_text("ben")
-        finally:
-            browser.close()
+    with _page(url) as (page, expect):
+        group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
+        expect(group).to_contain_text("ada")
+        expect(group).to_contain_text("ben")
+        group.locator(".answer").click()  # the card in focus (its text: not a button)
+        page.keyboard.press("1")
+        page.keyboard.press("2")  # one decision, both rubric items, for both students
+        expect(group.locator(".state")).to_contain_text("graded: 1 of 1 points")
+        expect(page.locator("nav button").first).to_contain_text("graded 2 of 4")
+        assert page.locator("#threshold").input_value() == "0.6"
+        page.locator("#threshold").fill("1")
+        page.locator("#threshold").press("Enter")  # identical only: ada and ben apart again
+        page.wait_for_url("**threshold=1**")
+        expect(page.locator(".card", has_text="similar answers")).to_have_count(0)
+        page.locator("#threshold").fill("0.6")
+        page.locator("#threshold").press("Enter")
+        page.wait_for_url("**threshold=0.6**")
+        group = page.locator(".card", has_text="similar answers (at 0.6), 2 students")
+        page.set_viewport_size({"width": 1100, "height": 900})
+        page.screenshot(path=str(tmp_path / "review-similar.png"))
+        group.locator("button.apart").nth(1).click()  # ben, graded apart from ada
+        expect(page.locator(".card", has_text="taken out of its group")).to_contain_text("ben")
     ada = json.loads((copy / "results" / "ada.json").read_text())
     (prediction,) = [w for w in ada["manual"]["written"] if w["question"] == "prediction"]
     assert prediction["points"] == 1.0 and prediction["group"] == {"kind": "similar at 0.6", "with": ["ben"]}
@@ -252,37 +262,27 @@ def test_a_sample_graded_twice_blind_shows_the_agreement_on_the_page(out: Path, 
 def test_a_grader_goes_through_the_review_page_by_the_keyboard_alone(out: Path, tmp_path: Path) -> None:  # noqa: F811
     """WCAG 2.1.1: skip to the answers, move to the next group, apply a rubric item, write a comment and leave it
     (saved), go to the next question and grade there, all without a mouse; what was decided is in the store."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed")
     folder = tmp_path / "batch"
     shutil.copytree(out, folder)  # a copy: the other tests' decisions are theirs
     for stale in folder.glob("review.sqlite*"):
         stale.unlink()
     url = _serving(folder, "kim")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(url)
-            page.wait_for_selector(".card")
-            page.keyboard.press("Tab")
-            assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
-            page.keyboard.press("Enter")
-            page.keyboard.press("j")  # the next group of answers
-            page.keyboard.press("1")  # its first rubric item, saved at once
-            second = page.locator(".card").nth(1)
-            playwright.expect(second.locator(".state")).to_contain_text("by you")
-            page.keyboard.press("c")  # its comment box
-            page.keyboard.type("see the second part")
-            page.keyboard.press("Escape")  # out of the box (its change is saved), and the keys are the page's again
-            playwright.expect(second.locator("textarea")).to_have_value("see the second part")
-            page.keyboard.press("]")  # the next question
-            page.keyboard.press("1")
-            playwright.expect(page.locator(".card").first.locator(".state")).to_contain_text("by you")
-        finally:
-            browser.close()
+    with _page(url) as (page, expect):
+        page.wait_for_selector(".card")
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
+        page.keyboard.press("Enter")
+        page.keyboard.press("j")  # the next group of answers
+        page.keyboard.press("1")  # its first rubric item, saved at once
+        second = page.locator(".card").nth(1)
+        expect(second.locator(".state")).to_contain_text("by you")
+        page.keyboard.press("c")  # its comment box
+        page.keyboard.type("see the second part")
+        page.keyboard.press("Escape")  # out of the box (its change is saved), and the keys are the page's again
+        expect(second.locator("textarea")).to_have_value("see the second part")
+        page.keyboard.press("]")  # the next question
+        page.keyboard.press("1")
+        expect(page.locator(".card").first.locator(".state")).to_contain_text("by you")
     with Store(folder / "review.sqlite") as store:
         decided = store.written("inference-scaling")
     assert {q for _, q in decided} >= {"prediction"} and len({q for _, q in decided}) == 2
