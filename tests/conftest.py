@@ -7,8 +7,13 @@ once per session and the result shared by the tests that look at it.
 from __future__ import annotations
 
 import copy
+import glob
 import os
-from collections.abc import Callable
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +249,52 @@ def service(own_course: Any, tmp_path: Path) -> Any:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+def _pg_bin(name: str) -> str | None:
+    return shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+
+
+@pytest.fixture
+def postgres(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on loopback (as the `postgres` user when run as root) that asks for a password
+    over TCP; its URL, which carries none: libpq reads it from the PGPASSFILE this sets, as a course's servers do."""
+    pytest.importorskip("psycopg")
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (CI installs them)")
+    folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        import pwd
+
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(folder)
+            pytest.skip("as root, PostgreSQL runs as the `postgres` user, and there is none here")
+        shutil.chown(folder, "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = folder / "data"
+    secret = folder / "pw"
+    secret.write_text("grader-test-secret\n")
+    if as_user:
+        shutil.chown(secret, "postgres")
+    subprocess.run([*as_user, initdb, "-D", str(data), "--auth-local=trust", "--auth-host=scram-sha-256", "-U",
+                    "postgres", f"--pwfile={secret}"], check=True, capture_output=True, timeout=120)
+    passfile = Path(tempfile.mkdtemp(prefix="grader-pgpass-")) / "pgpass"
+    passfile.write_text(f"127.0.0.1:{port}:*:postgres:grader-test-secret\n")
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
+                    f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"], check=True,
+                   capture_output=True, timeout=90)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(passfile.parent, ignore_errors=True)

@@ -283,7 +283,7 @@ def test_only_the_current_leases_holder_may_write_a_jobs_files(tmp_path: Path) -
     q.add(LESSON, "ada", "1" * 64, "hw.ipynb", b"x", "2026-12-06T00:00:00+00:00", True)
     (stalled,) = q.claim([LESSON], "one/x", 1, lease_s=-1)  # its lease ran out while it was stopped
     assert q.reap() == 1
-    with q._tx() as db:  # the backoff, skipped
+    with q.transaction() as db:  # the backoff, skipped
         db.execute("UPDATE jobs SET not_before=0", ())
     (current,) = q.claim([LESSON], "two/x", 1, lease_s=30)
     assert not q.holds(stalled, "one/x", 30) and q.holds(current, "two/x", 30)

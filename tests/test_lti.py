@@ -57,8 +57,9 @@ def _serve(app: Any) -> tuple[str, Any, Any]:
 
 
 @pytest.fixture
-def lms(own_course: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """A course registering the loopback platform, the tool served beside it; both stopped at the end."""
+def lms(own_course: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """A course registering the loopback platform, the tool served beside it; both stopped at the end. The servers'
+    database is a SQLite file, or (parametrised "postgresql") a throwaway PostgreSQL cluster."""
     from grader.base import database
     from grader.service import app, tokens
     from grader.service.jobs import Queue
@@ -74,14 +75,17 @@ def lms(own_course: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
     (home / "lti.json").write_text(json.dumps(registration(platform_url)))
     kid = lti_keys.make_key()
 
-    def book() -> Any:  # as `grader serve` makes it: the sessions launches open kept in the queue's database
-        return tokens.Book(held=database.Held(database.Database(tmp_path / "q.sqlite", "queue")))
+    where = request.getfixturevalue("postgres") if getattr(request, "param", "") == "postgresql" \
+        else str(tmp_path / "q.sqlite")
 
-    served = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=book(), out=tmp_path / "served", lessons=(LESSON,),
+    def book() -> Any:  # as `grader serve` makes it: the sessions launches open kept in the queue's database
+        return tokens.Book(held=database.Held(database.Database(where, "queue")))
+
+    served = app.Served(queue=Queue(where), book=book(), out=tmp_path / "served", lessons=(LESSON,),
                         jobs=1, min_free=0)
     tool_url, *tool_server = _serve(app.app(served))
     # a second server of the same course on the same database
-    second = app.Served(queue=Queue(tmp_path / "q.sqlite"), book=book(), out=tmp_path / "served", lessons=(LESSON,),
+    second = app.Served(queue=Queue(where), book=book(), out=tmp_path / "served", lessons=(LESSON,),
                         jobs=1, min_free=0)
     other_url, *other_server = _serve(app.app(second))
     platform.tool = tool_url
@@ -91,6 +95,10 @@ def lms(own_course: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
         for server, thread in (platform_server, tool_server, other_server):
             server.should_exit = True
             thread.join(10)
+        for each in (served, second):
+            each.queue.close()
+            if each.book.held is not None:
+                each.book.held.db.close()
 
 
 def _form(page: str) -> tuple[str, dict[str, str]]:
@@ -170,6 +178,7 @@ def test_every_wrong_launch_is_refused_in_one_line(lms: dict[str, Any]) -> None:
     assert "is registered in the course's lti.json" in _refusal(unknown)
 
 
+@pytest.mark.parametrize("lms", ["sqlite", "postgresql"], indirect=True)
 def test_a_login_on_one_server_launches_on_another_and_is_spent_on_both(lms: dict[str, Any]) -> None:
     """Two servers of one course behind one address: the login lands on one, its launch on the other (what a
     load balancer does), the session it opens is good on both, and the same launch sent again is refused by both."""

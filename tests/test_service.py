@@ -72,7 +72,7 @@ def test_a_lease_that_runs_out_puts_the_job_back_and_the_third_failure_is_dead(t
             assert back.state == "queued"
             # backoff: 5 s, then 10 s (BACKOFF_S doubled), before another server may take it
             assert back.not_before - time.time() == pytest.approx(5.0 * 2 ** (attempt - 1), abs=2)
-            with q._tx() as db:
+            with q.transaction() as db:
                 db.execute("UPDATE jobs SET not_before=0 WHERE id=?", (receipt.id,))
     assert q.get(receipt.id).state == "dead"
     assert "died" in q.get(receipt.id).error
@@ -306,7 +306,7 @@ def test_past_the_limit_of_graded_submissions_a_file_is_saved_and_waiting_does_n
     for _ in range(jobs_module.TRIES):
         (job,) = queue.claim(["dynamic-batching"], "s/1", 1, 30)
         queue.failed(job, "s/1", "the kernel would not start")
-        with queue._tx() as db:  # the backoff, skipped
+        with queue.transaction() as db:  # the backoff, skipped
             db.execute("UPDATE jobs SET not_before=0 WHERE id=?", (job.id,))
     assert queue.get(job.id).state == "dead"
     third = service.post("/api/submissions?lesson=dynamic-batching", content=batching.read_bytes() + b"\n\n",
@@ -343,7 +343,7 @@ def test_the_outbox_keeps_one_waiting_grade_per_student_and_retries_a_refused_on
     box.settle(dead, "s/dead", True, "too late")  # the dead sender's word is not taken
     assert box.counts()["sending"] == 1
     for tries in range(2, PASSBACK_TRIES + 1):  # refused every time: kept as failed after the last try
-        with box._tx() as db:
+        with box.transaction() as db:
             db.execute("UPDATE outbox SET not_before=0", ())
         (ada,) = [t for t in box.take("s/p", 10, 60) if t.student == "ada"]
         assert ada.tries == tries

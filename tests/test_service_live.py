@@ -12,7 +12,6 @@ PostgreSQL queue.
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import json
 import os
@@ -22,7 +21,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -71,9 +69,8 @@ def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             "due": due}
 
 
-@contextlib.contextmanager
-def serving(course: dict[str, Any], *args: str, out: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`grader serve` on a free loopback port until the block ends; yields its address and its process."""
+def _started(course: dict[str, Any], *args: str, out: Path | None = None) -> tuple[str, subprocess.Popen[str]]:
+    """`grader serve` started on a free loopback port (not yet answering): its address and its process."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -82,16 +79,25 @@ def serving(course: dict[str, Any], *args: str, out: Path | None = None) -> Iter
                              str(port), "--jobs", "2", "--lease", "3", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=lambda: os.umask(0o022))  # a usual umask: the server keeps its folder private
-    url = f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{port}", proc
+
+
+def _answering(url: str, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url + "/", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the server did not start: {proc.stdout.read() if proc.stdout else ''}")
+
+
+@contextlib.contextmanager
+def serving(course: dict[str, Any], *args: str, out: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`grader serve` on a free loopback port until the block ends; yields its address and its process."""
+    url, proc = _started(course, *args, out=out)
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and proc.poll() is None:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + "/", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.2)
-        else:
-            raise AssertionError(f"the server did not start: {proc.stdout.read() if proc.stdout else ''}")
+        _answering(url, proc)
         yield url, proc
     finally:
         _stop(proc)
@@ -154,8 +160,11 @@ def _running_pid(database: str, job_id: str) -> int:
 
 
 def _gradebook_rows(out: Path) -> list[tuple[str, str]]:
-    with contextlib.closing(sqlite3.connect(out / LESSON / "gradebook.sqlite")) as db:
-        return [(s, d) for s, d in db.execute("SELECT student, digest FROM grades")]
+    """(student, digest) of every row of the lesson's gradebook, wherever the folder keeps it."""
+    from grader.classroom.batch_folder import BatchFolder
+
+    with BatchFolder(out / LESSON).open_gradebook() as book:
+        return [(row["student"], row["digest"]) for row in book.rows(LESSON)]
 
 
 def test_a_server_killed_mid_burst_loses_nothing_and_grades_nothing_twice(course: dict[str, Any]) -> None:
@@ -170,7 +179,9 @@ def test_a_server_killed_mid_burst_loses_nothing_and_grades_nothing_twice(course
         time.sleep(2.0)  # some are being graded now
         os.kill(proc.pid, signal.SIGKILL)  # the server itself, mid-burst: its grading side dies with it
         proc.wait(10)
-        time.sleep(2.0)
+        deadline = time.monotonic() + 20  # each dies as its parent does, and takes its moment to exit
+        while _in_session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert _in_session(proc.pid) == []  # every process it started has ended (a kernel's sandbox dies with it)
     with serving(course) as (url, _):
         for student in list(files)[5:7]:
@@ -357,55 +368,6 @@ def test_a_slow_lms_delays_no_grade_and_every_grade_reaches_it_once(course: dict
 
 
 # -- two servers, one PostgreSQL queue --------------------------------------------------------------------------
-def _pg_bin(name: str) -> str | None:
-    return shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
-
-
-@pytest.fixture
-def postgres(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A throwaway PostgreSQL cluster on loopback (as the `postgres` user when run as root) that asks for a password
-    over TCP; its URL, which carries none: libpq reads it from the PGPASSFILE this sets, as a course's servers do."""
-    pytest.importorskip("psycopg")
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
-        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (CI installs them)")
-    folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        import pwd
-
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            shutil.rmtree(folder)
-            pytest.skip("as root, PostgreSQL runs as the `postgres` user, and there is none here")
-        shutil.chown(folder, "postgres")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    data = folder / "data"
-    secret = folder / "pw"
-    secret.write_text("grader-test-secret\n")
-    if as_user:
-        shutil.chown(secret, "postgres")
-    subprocess.run([*as_user, initdb, "-D", str(data), "--auth-local=trust", "--auth-host=scram-sha-256", "-U",
-                    "postgres", f"--pwfile={secret}"], check=True, capture_output=True, timeout=120)
-    passfile = Path(tempfile.mkdtemp(prefix="grader-pgpass-")) / "pgpass"
-    passfile.write_text(f"127.0.0.1:{port}:*:postgres:grader-test-secret\n")
-    passfile.chmod(0o600)
-    monkeypatch.setenv("PGPASSFILE", str(passfile))
-    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
-                    f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"], check=True,
-                   capture_output=True, timeout=90)
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(passfile.parent, ignore_errors=True)
-
-
 def test_servers_starting_at_the_same_moment_on_an_empty_database_all_start(postgres: str) -> None:
     """PostgreSQL's CREATE TABLE IF NOT EXISTS races with itself (UniqueViolation on pg_type); the tables are made
     under one advisory lock."""
@@ -429,26 +391,99 @@ def test_servers_starting_at_the_same_moment_on_an_empty_database_all_start(post
     assert failures == []
 
 
-def test_two_servers_sharing_one_postgresql_queue_grade_each_submission_once(course: dict[str, Any],
-                                                                            postgres: str) -> None:
+def _session_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+
+
+def _sqlite_files(folder: Path) -> list[str]:
+    """Every file under `folder` that is a SQLite database (by its header, whatever its name)."""
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as head:
+                if head.read(16) == b"SQLite format 3\x00" or path.name.endswith(("-wal", "-shm", "-journal")):
+                    found.append(str(path.relative_to(folder)))
+    return found
+
+
+def test_two_servers_on_one_postgresql_database_and_one_out_share_everything_through_a_kill(
+        course: dict[str, Any], postgres: str) -> None:
+    """Two servers started at the same moment on an empty PostgreSQL database and one shared --out: a burst of 100
+    split between them, one killed with SIGKILL while it grades and started again; every receipt ends done with its
+    submission in the gradebook once, each student's result file holds the gradebook's grade, no SQLite file is made
+    under --out, and a token issued again is refused by both servers within 5 s."""
+    import concurrent.futures as cf
+
     import psycopg
+
+    from grader.classroom.batch_folder import BatchFolder
+    from grader.service import tokens
 
     with pytest.raises(psycopg.OperationalError, match="password"):  # the cluster asks, and PGPASSFILE answers
         psycopg.connect(postgres, connect_timeout=10, passfile="/nonexistent").close()
-    files = {s: _copy_for(s, course["tmp"]) for s in course["students"][:10]}
-    accepted: dict[str, str] = {}
-    with serving(course, "--database", postgres) as (one, _), serving(course, "--database", postgres) as (two, _):
-        for i, (student, path) in enumerate(files.items()):
-            got = _submit(one if i % 2 else two, course["tokens"][student], path)
-            assert got.status_code == 202, got.text
-            accepted[student] = got.json()["id"]
-        rows = _wait_done(postgres, set(accepted.values()))
-    assert {r["state"] for r in rows} == {"done"}
-    assert [r["tries"] for r in rows] == [1] * len(rows)  # claimed once each: no job graded by both servers
-    servers = {r["worker"].rsplit("/", 1)[0] for r in rows}
-    assert len(servers) == 2  # both servers graded from the one queue
+    students = [f"b{i:03d}" for i in range(100)]
+    issued = {p.who: t for p, t in tokens.issue([(s, s.upper()) for s in students], "student")}
+    files = {s: _copy_for(s, course["tmp"]) for s in students}
+    one, two = _started(course, "--database", postgres), _started(course, "--database", postgres)
+    try:
+        for url, proc in (one, two):
+            _answering(url, proc)
+
+        def send(i: int, student: str) -> tuple[str, int, dict[str, Any]]:
+            got = _submit((one, two)[i % 2][0], issued[student], files[student])
+            return student, got.status_code, got.json()
+
+        with cf.ThreadPoolExecutor(32) as pool:
+            answers = list(pool.map(send, range(len(students)), students))
+        assert [code for _, code, _ in answers] == [202] * len(students), [a for a in answers if a[1] != 202][:3]
+        receipts = {student: said for student, _, said in answers}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the first server grading: killed in the middle of it
+            running = [j for j in _jobs(postgres) if j["state"] == "running" and j["pid"]]
+            mine = [j for j in running if _pid_in(j["pid"], one[1].pid)]
+            if mine:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the first server never graded")
+        _stop(one[1])  # SIGKILL to the server and every process of its session
+        one = _started(course, "--database", postgres)
+        _answering(*one)
+        rows = _wait_done(postgres, {said["id"] for said in receipts.values()}, 400)
+        assert {row["state"] for row in rows} == {"done"}
+        old = issued["b000"]
+        new = tokens.issue([("b000", "B000")], "student")[0][1]  # `grader tokens` for one student, again
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and any(_mine(url, old) != 401 for url, _ in (one, two)):
+            time.sleep(0.1)
+        assert [_mine(url, old) for url, _ in (one, two)] == [401, 401]
+        assert [_mine(url, new) for url, _ in (one, two)] == [200, 200]
+    finally:
+        for _, proc in (one, two):
+            _stop(proc)
+    assert len({row["worker"].rsplit("/", 1)[0] for row in rows}) >= 2  # both servers graded from the one queue
     book = _gradebook_rows(course["out"])
-    assert sorted(book) == sorted((s, hashlib.sha256(p.read_bytes()).hexdigest()) for s, p in files.items())
+    assert sorted(book) == sorted((s, receipts[s]["sha256"]) for s in students)  # each once, none lost
+    folder = BatchFolder(course["out"] / LESSON)
+    with folder.open_gradebook() as gradebook:
+        latest = {data["student"]: data for data in gradebook.rows(LESSON)}
+    for student in students:
+        written = json.loads(folder.result(student).read_text())
+        assert (written["score"], written["digest"]) == (latest[student]["score"], latest[student]["digest"])
+    assert _sqlite_files(course["out"]) == []
+    assert folder.gradebook_address.read_text().strip() == postgres
+
+
+def _pid_in(pid: int, session: int) -> bool:
+    """Whether a process (a grading worker) belongs to a server's session."""
+    try:
+        return _session_of(pid) == session
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def _mine(url: str, token: str) -> int:
+    return httpx.get(f"{url}/api/submissions", headers={"Authorization": f"Bearer {token}"}, timeout=10).status_code
 
 
 @pytest.mark.browser

@@ -23,15 +23,34 @@ from grader.base.errors import GraderError
 SCHEMA_LOCK = 0x67726164  # "grad": the advisory lock every server takes to make its tables
 
 
-class Database:
-    """One connection, SQLite or PostgreSQL by its address; `what` names it in a refusal (`queue`)."""
+def is_address(where: str | Path) -> bool:
+    """Whether `where` names a PostgreSQL database (else a SQLite file)."""
+    return str(where).startswith(("postgresql://", "postgres://"))
 
-    def __init__(self, where: str | Path, what: str) -> None:
+
+class Database:
+    """One connection, SQLite or PostgreSQL by its address; `what` names it in a refusal (`queue`), `error` is the
+    refusal's kind."""
+
+    def __init__(self, where: str | Path, what: str, error: type[GraderError] = GraderError) -> None:
         self.where = str(where)
         self.what = what
-        self.postgres = self.where.startswith(("postgresql://", "postgres://"))
+        self.error = error
+        self.postgres = is_address(self.where)
         self._lock = threading.RLock()
         self._db: Any = self._connect()
+
+    @property
+    def order(self) -> str:
+        """The column that orders a table's rows as they were added: SQLite's own `rowid`, PostgreSQL's `n` (a table
+        made with `serial_column`)."""
+        return "n" if self.postgres else "rowid"
+
+    @property
+    def serial_column(self) -> str:
+        """The column a table whose rows are read in the order they were added gets on PostgreSQL (SQLite has
+        `rowid`)."""
+        return ", n BIGINT GENERATED ALWAYS AS IDENTITY" if self.postgres else ""
 
     def _connect(self) -> Any:
         if self.postgres:
@@ -51,11 +70,11 @@ class Database:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")  # a receipt promises the row survives a power cut
         except sqlite3.DatabaseError as err:
-            raise GraderError(f"{self.where} is not a {self.what} this tool can use ({err})") from None
+            raise self.error(f"{self.where} is not a {self.what} this tool can use ({err})") from None
         return db
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[Cursor]:
+    def transaction(self) -> Iterator[Cursor]:
         """One transaction, under this connection's lock: everything in it or nothing."""
         with self._lock:
             if self.postgres:
@@ -75,9 +94,17 @@ class Database:
         """A transaction to make tables in, one process at a time: PostgreSQL's `CREATE TABLE IF NOT EXISTS` is not
         safe against itself (two servers starting at once on an empty database: UniqueViolation on pg_type), so
         every maker waits on one advisory lock, held until its transaction ends."""
-        with self._tx() as db:
+        with self.writing(SCHEMA_LOCK) as db:
+            yield db
+
+    @contextlib.contextmanager
+    def writing(self, lock: int) -> Iterator[Cursor]:
+        """A transaction that writes one writer at a time, on every server of the database: SQLite's writers queue
+        at BEGIN IMMEDIATE; PostgreSQL's on the advisory lock `lock`, held until the transaction ends (a check and
+        the write it allows are never split by another writer's)."""
+        with self.transaction() as db:
             if self.postgres:
-                db.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+                db.execute("SELECT pg_advisory_xact_lock(?)", (lock,))
             yield db
 
     def columns(self, db: Cursor, table: str) -> set[str]:
@@ -109,7 +136,7 @@ class Held:
     def put(self, kind: str, key: str, value: str, seconds: float) -> None:
         """Keep `value` under (kind, key) for `seconds` (what had expired is let go on the way)."""
         now = time.time()
-        with self.db._tx() as cursor:
+        with self.db.transaction() as cursor:
             cursor.execute("DELETE FROM held WHERE until < ?", (now,))
             cursor.execute("DELETE FROM held WHERE kind=? AND key=?", (kind, key))
             cursor.execute("INSERT INTO held (kind, key, value, until) VALUES (?, ?, ?, ?)",
@@ -117,13 +144,13 @@ class Held:
 
     def get(self, kind: str, key: str) -> str | None:
         """The value kept under (kind, key), while it lasts."""
-        with self.db._tx() as cursor:
+        with self.db.transaction() as cursor:
             row = cursor.one("SELECT value FROM held WHERE kind=? AND key=? AND until >= ?", (kind, key, time.time()))
         return str(row[0]) if row else None
 
     def take(self, kind: str, key: str) -> str | None:
         """The value kept under (kind, key), once: whoever takes it first has it, on any server."""
-        with self.db._tx() as cursor:
+        with self.db.transaction() as cursor:
             row = cursor.one("SELECT value, until FROM held WHERE kind=? AND key=?", (kind, key))
             if row is not None:
                 cursor.execute("DELETE FROM held WHERE kind=? AND key=?", (kind, key))
@@ -131,7 +158,7 @@ class Held:
 
     def first(self, kind: str, key: str, seconds: float) -> bool:
         """Whether (kind, key) is seen here for the first time in `seconds` (then it is kept as seen)."""
-        with self.db._tx() as cursor:
+        with self.db.transaction() as cursor:
             row = cursor.one("SELECT until FROM held WHERE kind=? AND key=?", (kind, key))
             if row is not None and float(row[0]) >= time.time():
                 return False
@@ -173,6 +200,15 @@ class Cursor:
     def all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         self.execute(sql, params)
         return list(self.cursor.fetchall())
+
+
+def errors() -> tuple[type[BaseException], ...]:
+    """The errors either database raises (psycopg's where it is installed)."""
+    try:
+        import psycopg
+    except ImportError:
+        return (sqlite3.Error,)
+    return (sqlite3.Error, psycopg.Error)
 
 
 def disk_full(err: BaseException) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 from grader.base import files, host as machine
 from grader.base.errors import GraderError
 from grader.base.options import Options
-from grader.classroom import host as hosting, workers
+from grader.classroom import batch_folder, host as hosting, workers
 from grader.classroom.batch_folder import BatchFolder, entry_digest
 from grader.intake import layouts, roster as class_list
 from grader.lesson import catalog, draw as drawing
@@ -147,7 +147,7 @@ def run(request: Request) -> Summary:
     lesson = request.lesson if isinstance(request.lesson, catalog.Lesson) else catalog.get(request.lesson)
     members = class_list.read(roster) if roster else None
     with _removed_if_refused(out.root):
-        out.claim()  # one course per batch folder
+        batch_folder.claim(out)  # one course per batch folder
         plan = replace(_plan(request.submissions, lesson, out, request.jobs, request.options, scheduler,
                              request.regrade, request.force, request.given), tls=request.tls)
         if roster:  # kept beside the gradebook: an export finds it without --roster again

@@ -7,11 +7,13 @@ update:
     results/<student>.json      the signed result (the record edge: JSON from here on)
     reports/<student>.html .md  the student's evidence report
     notebooks/<student>.ipynb   the freshly executed notebook
-    gradebook.sqlite            every grade, its history and the regrades
+    gradebook.sqlite            every grade, its history and the regrades (or, for a course served from
+    gradebook.address             PostgreSQL, where they are: no SQLite file in a folder several hosts share)
     grades.csv  changes.csv     the class's grades; who a regrade moved
     index.html  similarity.html the dashboard; similar submissions
     roster.csv  course.json     the roster a batch was given; the course that grades the folder
-    review.sqlite               the instructor's decisions on written answers
+    review.sqlite               the instructor's decisions on written answers (in the gradebook's database
+                                  where that is PostgreSQL)
     agreement.json              how far two graders agreed on the answers graded twice
     unpacked/   profile.json    a zip's safe unpacking; a profiled batch's phases
     received/<sha256>/<name>    the submission service's received files, by digest
@@ -33,8 +35,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from grader.base import files
+from grader.base import database, files
 from grader.base.errors import GraderError
+from grader.classroom.review_store import Store
 from grader.intake import layouts
 from grader.lesson import catalog, course
 from grader.report import finish
@@ -122,6 +125,10 @@ class BatchFolder:
         return self.root / "gradebook.sqlite"
 
     @property
+    def gradebook_address(self) -> Path:
+        return self.root / "gradebook.address"
+
+    @property
     def grades_csv(self) -> Path:
         return self.root / "grades.csv"
 
@@ -182,7 +189,7 @@ class BatchFolder:
     # -- what it holds ----------------------------------------------------------------------------------------
     def is_batch(self) -> bool:
         """Whether a batch has graded into this folder (it has a gradebook)."""
-        return self.gradebook.is_file()
+        return self.gradebook.is_file() or self.gradebook_address.is_file()
 
     def result_files(self) -> Iterator[Path]:
         """Every recorded result, in student order."""
@@ -204,7 +211,13 @@ class BatchFolder:
         return iter(sorted(self.notebooks.glob("*.ipynb")))
 
     def open_gradebook(self) -> Gradebook:
-        return Gradebook(self.gradebook)
+        return Gradebook(kept_in(self) or self.gradebook)
+
+    def open_decisions(self, make: bool = True) -> Store | None:
+        """The instructor's decisions, where this folder keeps them (`make` False: None while a SQLite folder has
+        none yet)."""
+        address = kept_in(self)
+        return Store(address or self.review_store) if make or address or self.review_store.is_file() else None
 
     def make(self) -> None:
         """The folders a batch writes into."""
@@ -267,25 +280,51 @@ class BatchFolder:
         graded = replace(graded, result=result, report_html=drawn.report_html, report_md=drawn.report_md)
         return self.record(book, student, graded, key, regrading, lesson=lesson)
 
-    def claim(self) -> None:
-        """Record which course grades this folder (its first batch), or refuse in one line to grade into a folder
-        another course graded (its seeds, key and policy are that course's); nothing is written when refused."""
-        here = course.current()
-        mine = {"course": here.name or (here.root.name if here.root else ""), "root": str(here.root or "")}
-        path = self.course_record
-        try:
-            before = json.loads(files.read_regular(path, 1 << 16))
-        except FileNotFoundError:
-            before = None
-        except (OSError, ValueError):
-            raise GraderError(f"{path} cannot be read: this folder's course is unknown; grade into another folder") \
-                from None
-        if isinstance(before, dict) and before.get("course") != mine["course"]:
-            raise GraderError(f"{self.root} was graded by course {before.get('course')!r} ({before.get('root')}); the "
-                              f"course in force is {mine['course']!r} ({mine['root']}): grade into another folder, or "
-                              f"pass --course {before.get('root')}")
-        if before != mine:
-            files.write_text(path, json.dumps(mine, indent=1) + "\n")
+
+def claim(folder: BatchFolder) -> None:
+    """Record which course grades this folder (its first batch), or refuse in one line to grade into a folder
+    another course graded (its seeds, key and policy are that course's); nothing is written when refused."""
+    here = course.current()
+    mine = {"course": here.name or (here.root.name if here.root else ""), "root": str(here.root or "")}
+    path = folder.course_record
+    try:
+        before = json.loads(files.read_regular(path, 1 << 16))
+    except FileNotFoundError:
+        before = None
+    except (OSError, ValueError):
+        raise GraderError(f"{path} cannot be read: this folder's course is unknown; grade into another folder") \
+            from None
+    if isinstance(before, dict) and before.get("course") != mine["course"]:
+        raise GraderError(f"{folder.root} was graded by course {before.get('course')!r} ({before.get('root')}); the "
+                          f"course in force is {mine['course']!r} ({mine['root']}): grade into another folder, or "
+                          f"pass --course {before.get('root')}")
+    if before != mine:
+        files.write_text(path, json.dumps(mine, indent=1) + "\n")
+
+
+def kept_in(folder: BatchFolder) -> str | None:
+    """The PostgreSQL address this folder's gradebook and decisions are kept at (None: its SQLite files)."""
+    if not folder.gradebook_address.is_file():
+        return None
+    address = files.read_regular(folder.gradebook_address, 4096).decode("utf-8", "replace").strip()
+    if not database.is_address(address) or "\n" in address:
+        raise GraderError(f"{folder.gradebook_address} does not name a PostgreSQL database (postgresql://...)")
+    return address
+
+
+def keep_in(folder: BatchFolder, address: str) -> None:
+    """Keep this folder's gradebook and decisions in the PostgreSQL database at `address` (the service's
+    `--database`; a SQLite queue's address leaves them in the folder); refused, in one line, where they are
+    already kept elsewhere."""
+    if not database.is_address(address):
+        return
+    if folder.gradebook.exists() or folder.review_store.exists():
+        raise GraderError(f"{folder.root} keeps its grades in SQLite files ({folder.gradebook.name}); a course served "
+                          "from PostgreSQL keeps them in the database: serve into another --out")
+    if kept_in(folder) not in (None, address):
+        raise GraderError(f"{folder.root}'s grades are kept in another database ({folder.gradebook_address} names it)")
+    if kept_in(folder) is None:
+        files.write_text(folder.gradebook_address, address + "\n")
 
 
 def keep_received(out: BatchFolder, sha256: str, name: str, body: bytes) -> Path:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from grader import grading
 from grader.authoring import validate
+from grader.base import database
 from grader.base.options import Options
 from grader.classroom import review_join, review_store, workers
 from grader.classroom.batch_folder import BatchFolder, Recorded, digest, entry_digest
@@ -136,7 +136,7 @@ class LessonHost:
         key = sign.signing_key()
         try:
             return self.out.store(self.book, student, path, joined, key, regrade, self.lesson)
-        except (OSError, ValueError, TypeError, sqlite3.Error) as err:
+        except (OSError, ValueError, TypeError) + database.errors() as err:
             if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
                 raise  # the grader's disk, not the student: stop with the reason
             named = student.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -158,7 +158,7 @@ class LessonHost:
     @contextlib.contextmanager
     def decisions(self) -> Iterator[review_store.Store | None]:
         """The instructor's review decisions (None where there are none yet), open while grades are recorded."""
-        store = review_store.Store(self.out.review_store) if self.out.review_store.is_file() else None
+        store = self.out.open_decisions(make=False)
         try:
             yield store
         finally:

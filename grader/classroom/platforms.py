@@ -46,9 +46,8 @@ def batch_lesson(batch_dir: Path) -> str:
 
 
 def _latest(folder: BatchFolder, lesson_id: str | None) -> tuple[list[GradeResult], str]:
-    path = folder.gradebook
     if not folder.is_batch():
-        raise GraderError(f"{folder.root} holds no {path.name}: run `grader batch ... --out {folder.root}` first")
+        raise GraderError(f"{folder.root} holds no gradebook: run `grader batch ... --out {folder.root}` first")
     book = folder.open_gradebook()
     try:
         rows = list(book.results(lesson_id))
@@ -56,7 +55,7 @@ def _latest(folder: BatchFolder, lesson_id: str | None) -> tuple[list[GradeResul
         book.close()
     ids = sorted({r.lesson or "" for r in rows} - {""})
     if not rows or (lesson_id is None and len(ids) != 1):
-        raise GraderError(f"{path}: {'no results' if not rows else 'results of several lessons: pass --lesson'}")
+        raise GraderError(f"{folder.root}: {'no results' if not rows else 'results of several lessons: pass --lesson'}")
     latest: dict[str, GradeResult] = {}
     for result in rows:
         latest[result.student] = result

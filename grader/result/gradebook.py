@@ -1,5 +1,5 @@
-"""The gradebook: one SQLite row per (lesson, student, submission digest), its history, and the CSV and summaries
-drawn from it.
+"""The gradebook: one row per (lesson, student, submission digest), its history, and the CSV and summaries drawn
+from it; SQLite in the batch folder, or the PostgreSQL database several servers share (`grader serve --database`).
 
 A batch that is interrupted and restarted grades only what is missing and
 loses nothing: a row is added once, and only a grader failure is ever
@@ -9,63 +9,62 @@ replaced (a regrade first moves the student's earlier rows to the history).
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.base import escape, files
+from grader.base import database, escape, files
 from grader.base.errors import GradebookError
 from grader.judge import mistakes
 from grader.result.record import INTERNAL_ERROR, SCHEMA, GradeResult, dumps, read_result
 
+WRITING = 0x67726b62  # "grkb": the advisory lock a gradebook's writers take on PostgreSQL
+_ROW = "status, score, max_score, graded_at, result_json"
+
 
 class Gradebook:
-    """SQLite gradebook: one row per (lesson, student, digest)."""
+    """The gradebook: one row per (lesson, student, digest), at a SQLite path or a `postgresql://` address."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        files.make_dirs(self.path.parent)
-        self.db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)  # the review page: one thread at a time
+    def __init__(self, where: str | Path) -> None:
+        self.path = Path(where) if not database.is_address(where) else None
+        self.db = database.Database(where, "gradebook", GradebookError)
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS grades (lesson TEXT NOT NULL, student TEXT NOT NULL, digest TEXT NOT NULL,"
-                " status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT, result_json TEXT NOT NULL,"
-                " PRIMARY KEY (lesson, student, digest))"
-            )
-            self._upgrade()
-            self.db.commit()
-        except sqlite3.DatabaseError as err:  # another file under the gradebook's name: leave it as it is
+            with self.db.schema() as db:
+                db.execute("CREATE TABLE IF NOT EXISTS grades (lesson TEXT NOT NULL, student TEXT NOT NULL, digest TEXT "
+                           "NOT NULL, status TEXT NOT NULL, score DOUBLE PRECISION, max_score DOUBLE PRECISION, "
+                           f"graded_at TEXT, result_json TEXT NOT NULL{self.db.serial_column}, "
+                           "PRIMARY KEY (lesson, student, digest))")
+                self._upgrade(db)
+        except database.errors() as err:  # another file under the gradebook's name: leave it as it is
             self.db.close()
-            raise GradebookError(f"{self.path} is not a gradebook this tool can use ({err})") from None
+            raise GradebookError(f"{where} is not a gradebook this tool can use ({err})") from None
 
-    def _upgrade(self) -> None:
+    def _upgrade(self, db: database.Cursor) -> None:
         """Regrades (a gradebook of an earlier version gains these on open; its rows stay as they were): the
         regrade that wrote a row, earlier grades a regrade replaced, and a regrade under way per lesson."""
-        if "regrade" not in {row[1] for row in self.db.execute("PRAGMA table_info(grades)")}:
-            self.db.execute("ALTER TABLE grades ADD COLUMN regrade TEXT")
-        self.db.execute("CREATE TABLE IF NOT EXISTS history (lesson TEXT NOT NULL, student TEXT NOT NULL,"
-                        " digest TEXT NOT NULL, status TEXT NOT NULL, score REAL, max_score REAL, graded_at TEXT,"
-                        " result_json TEXT NOT NULL, replaced_by TEXT NOT NULL)")
-        self.db.execute("CREATE TABLE IF NOT EXISTS regrades (lesson TEXT PRIMARY KEY, id TEXT NOT NULL)")
+        if "regrade" not in self.db.columns(db, "grades"):
+            db.execute("ALTER TABLE grades ADD COLUMN regrade TEXT")
+        db.execute("CREATE TABLE IF NOT EXISTS history (lesson TEXT NOT NULL, student TEXT NOT NULL, digest TEXT NOT "
+                   "NULL, status TEXT NOT NULL, score DOUBLE PRECISION, max_score DOUBLE PRECISION, graded_at TEXT, "
+                   f"result_json TEXT NOT NULL, replaced_by TEXT NOT NULL{self.db.serial_column})")
+        db.execute("CREATE TABLE IF NOT EXISTS regrades (lesson TEXT PRIMARY KEY, id TEXT NOT NULL)")
 
     def start_regrade(self, lesson: str) -> str:
         """The regrade of this lesson under way (resumed), or a new one."""
-        row = self.db.execute("SELECT id FROM regrades WHERE lesson=?", (lesson,)).fetchone()
-        if row:
-            return str(row[0])
-        regrade = uuid.uuid4().hex
-        self.db.execute("INSERT INTO regrades VALUES (?, ?)", (lesson, regrade))
-        self.db.commit()
+        with self.db.writing(WRITING) as db:
+            row = db.one("SELECT id FROM regrades WHERE lesson=?", (lesson,))
+            if row:
+                return str(row[0])
+            regrade = uuid.uuid4().hex
+            db.execute("INSERT INTO regrades (lesson, id) VALUES (?, ?)", (lesson, regrade))
         return regrade
 
     def finish_regrade(self, lesson: str) -> None:
         """Every submission was graded again: the next `--regrade` starts a new one."""
-        self.db.execute("DELETE FROM regrades WHERE lesson=?", (lesson,))
-        self.db.commit()
+        with self.db.writing(WRITING) as db:
+            db.execute("DELETE FROM regrades WHERE lesson=?", (lesson,))
 
     def recorded(self, lesson: str) -> dict[str, dict[str, Any]]:
         """Each student's latest result (in full), for a regrade's seeds."""
@@ -77,19 +76,19 @@ class Gradebook:
     def changed_by(self, lesson: str, regrade: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """(the grade a regrade replaced, the grade it recorded), per student it regraded, by student."""
         pairs = []
-        for (student, text) in self.db.execute("SELECT student, result_json FROM grades WHERE lesson=? AND regrade=?"
-                                               " ORDER BY student", (lesson, regrade)).fetchall():
-            old = self.db.execute("SELECT result_json FROM history WHERE lesson=? AND student=? AND replaced_by=?"
-                                  " ORDER BY graded_at DESC, rowid DESC LIMIT 1", (lesson, student, regrade)).fetchone()
-            if old:
-                pairs.append((json.loads(old[0]), json.loads(text)))
+        with self.db.transaction() as db:
+            for (student, text) in db.all("SELECT student, result_json FROM grades WHERE lesson=? AND regrade=? "
+                                          "ORDER BY student", (lesson, regrade)):
+                old = db.one("SELECT result_json FROM history WHERE lesson=? AND student=? AND replaced_by=? "
+                             f"ORDER BY graded_at DESC, {self.db.order} DESC LIMIT 1", (lesson, student, regrade))
+                if old:
+                    pairs.append((json.loads(old[0]), json.loads(text)))
         return pairs
 
     def has(self, lesson: str, student: str, digest: str, regrade: str | None = None) -> bool:
         """Whether this exact submission is already recorded (by the regrade `regrade`, when one is under way);
         a grader failure does not count."""
-        row = self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?"
-                              " AND (? IS NULL OR regrade=?)", (lesson, student, digest, regrade, regrade)).fetchone()
+        row = self._stored((lesson, student, digest), regrade)
         return row is not None and not _retryable(*row)
 
     def add(self, data: dict[str, Any], digest: str, regrade: str | None = None, text: str | None = None) -> bool:
@@ -99,35 +98,44 @@ class Gradebook:
         In a regrade, the student's earlier rows of this lesson move to the history table first (a grader
         failure of this very regrade is simply replaced), so the row holds the current grade."""
         key = (data.get("lesson") or "", data["student"], digest)
-        if regrade is not None:
-            self.db.execute("INSERT INTO history SELECT lesson, student, digest, status, score, max_score, graded_at,"
-                            " result_json, ? FROM grades WHERE lesson=? AND student=? AND regrade IS NOT ?",
-                            (regrade,) + key[:2] + (regrade,))
-            self.db.execute("DELETE FROM grades WHERE lesson=? AND student=?", key[:2])
         values = (data["status"], data.get("score"), data.get("max_score"), data.get("graded_at"),
                   dumps(data) if text is None else text)
-        cursor = self.db.execute("INSERT OR IGNORE INTO grades VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                 key + values + (regrade,))
-        if cursor.rowcount != 1 and (stored := self._stored(key)) is not None and _retryable(*stored):
-            cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=?"
-                                     " WHERE lesson=? AND student=? AND digest=?", values + key)
-        self.db.commit()
-        return cursor.rowcount == 1
+        with self.db.writing(WRITING) as db:
+            if regrade is not None:
+                db.execute(f"INSERT INTO history (lesson, student, digest, {_ROW}, replaced_by) SELECT lesson, "
+                           f"student, digest, {_ROW}, ? FROM grades WHERE lesson=? AND student=? AND regrade IS "
+                           "DISTINCT FROM ?", (regrade,) + key[:2] + (regrade,))
+                db.execute("DELETE FROM grades WHERE lesson=? AND student=?", key[:2])
+            added = db.execute(f"INSERT INTO grades (lesson, student, digest, {_ROW}, regrade) VALUES (?, ?, ?, ?, ?, "
+                               "?, ?, ?, ?) ON CONFLICT DO NOTHING", key + values + (regrade,))
+            stored = db.one("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?", key) \
+                if added != 1 else None
+            if stored is not None and _retryable(*stored):
+                added = db.execute("UPDATE grades SET status=?, score=?, max_score=?, graded_at=?, result_json=? "
+                                   "WHERE lesson=? AND student=? AND digest=?", values + key)
+        return added == 1
 
-    def _stored(self, key: tuple[str, str, str]) -> tuple[str, str] | None:
-        """(status, result JSON) of the row for (lesson, student, digest), if any."""
-        return self.db.execute("SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?",
-                               key).fetchone()
+    def _stored(self, key: tuple[str, str, str], regrade: str | None = None) -> tuple[str, str] | None:
+        """(status, result JSON) of the row for (lesson, student, digest) (written by the regrade `regrade`, where
+        one is named), if any."""
+        query = "SELECT status, result_json FROM grades WHERE lesson=? AND student=? AND digest=?"
+        with self.db.transaction() as db:
+            row = db.one(query + " AND regrade=?", key + (regrade,)) if regrade is not None else db.one(query, key)
+        return (str(row[0]), str(row[1])) if row else None
 
     def rows(self, lesson: str | None = None) -> Iterator[dict[str, Any]]:
         """Every stored result, oldest first."""
         # Sort the row ids only, then read each result: sorting the results themselves made SQLite hold every
         # one of them at once (a class of 1,000 capacity results is about 30 MB of JSON).
-        query = "SELECT rowid FROM grades" + (" WHERE lesson=?" if lesson else "") + " ORDER BY graded_at, rowid"
-        ids = [rowid for (rowid,) in self.db.execute(query, (lesson,) if lesson else ())]
+        order = self.db.order
+        query = f"SELECT {order} FROM grades" + (" WHERE lesson=?" if lesson else "") + f" ORDER BY graded_at, {order}"
+        with self.db.transaction() as db:
+            ids = [rowid for (rowid,) in db.all(query, (lesson,) if lesson else ())]
         for rowid in ids:
-            for (text,) in self.db.execute("SELECT result_json FROM grades WHERE rowid=?", (rowid,)):
-                yield json.loads(text)
+            with self.db.transaction() as db:
+                row = db.one(f"SELECT result_json FROM grades WHERE {order}=?", (rowid,))
+            if row is not None:
+                yield json.loads(row[0])
 
     def results(self, lesson: str | None = None) -> Iterator[GradeResult]:
         """Every stored result as the typed record (the file edge: readers take these, never the JSON)."""
@@ -148,22 +156,20 @@ class Gradebook:
         """Replace the recorded result of (lesson, student, digest) with the same grade joined with the instructor's
         part (review.py): the row stays where it is, its score and result change. `text`: as in `add`."""
         key = (data.get("lesson") or "", data["student"], digest)
-        cursor = self.db.execute("UPDATE grades SET status=?, score=?, max_score=?, result_json=? WHERE lesson=? AND "
+        with self.db.writing(WRITING) as db:
+            changed = db.execute("UPDATE grades SET status=?, score=?, max_score=?, result_json=? WHERE lesson=? AND "
                                  "student=? AND digest=?", (data["status"], data.get("score"), data.get("max_score"),
-                                                            dumps(data) if text is None else text, *key))
-        if cursor.rowcount != 1:
+                                                           dumps(data) if text is None else text, *key))
+        if changed != 1:
             raise GradebookError(f"no recorded grade of {data['student']!r} for this submission to update")
-        self.db.commit()
 
     def score_of(self, lesson: str, student: str, digest: str,
                  regrade: str | None = None) -> tuple[str, float, float, GradeResult] | None:
         """(status, score, max score, the result) of this exact submission's row (written by the regrade `regrade`,
         where one is named), if it is recorded and not a grader failure (the submission service asks before it
         grades: never twice into one gradebook)."""
-        if not self.has(lesson, student, digest, regrade):
-            return None
-        row = self._stored((lesson, student, digest))
-        if row is None:
+        row = self._stored((lesson, student, digest), regrade)
+        if row is None or _retryable(*row):
             return None
         result = read_result(json.loads(row[1]))
         return result.status, result.score, result.max_score, result

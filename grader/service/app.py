@@ -297,12 +297,11 @@ class _Staff(_Handlers):
 
     def _regrade(self, lesson_id: str, force: bool) -> tuple[str, int]:
         from grader.authoring import validate
-        from grader.result.gradebook import Gradebook
 
         folder = BatchFolder(self.s.out / lesson_id)
         if not folder.is_batch():
             raise GraderError(f"nothing of {lesson_id} is graded yet")
-        with Gradebook(folder.gradebook) as book:
+        with folder.open_gradebook() as book:
             if not force:
                 validate.before_regrade(catalog.get(lesson_id), book.recorded(lesson_id))
             regrade = book.start_regrade(lesson_id)

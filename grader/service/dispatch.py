@@ -34,7 +34,7 @@ from typing import Any
 
 from grader.base.errors import GraderError
 from grader.base.options import Options
-from grader.classroom import host as hosting, workers
+from grader.classroom import batch_folder, host as hosting, workers
 from grader.classroom.batch_folder import BatchFolder, keep_received
 from grader.lesson import catalog, course
 from grader.lesson.draw import Draw, Given
@@ -141,7 +141,8 @@ class _Host:
         self.queue = Queue(setup.database)
         self.out = BatchFolder(setup.out / lesson_id)
         self.out.make()
-        self.out.claim()
+        batch_folder.claim(self.out)
+        batch_folder.keep_in(self.out, setup.database)  # several servers: the grades in their database, never in --out
         # the lesson prepared (where grades run here), each student's draw, the one record, the class's files: as
         # `grader batch` does them (classroom/host.py); the course secret is read there, never by a worker. The
         # gradebook connection is the host's one: it records one job at a time.

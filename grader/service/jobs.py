@@ -165,7 +165,7 @@ class Queue(Tables):
         bytes by digest, its row `queued` (a queued one of the same student and lesson superseded), or `saved` where
         `admit` (given the student's graded submissions so far, this batch's included, and the latest's receive
         time) says it is not graded now; a receipt each."""
-        with self._tx() as db:
+        with self.transaction() as db:
             kept = [_kept(db, a, priority, admit) for a in arrivals]
         typical = {lesson: self._typical(lesson) for lesson in {a.lesson for a in arrivals}}
         return [Receipt(job_id, a.sha256, a.received_at, position, _eta(*typical[a.lesson], position, jobs))
@@ -175,7 +175,7 @@ class Queue(Tables):
         """Every student's latest graded submission of the lesson queued again at low priority, as part of the
         gradebook's regrade `regrade` (its receive time kept: lateness does not move); how many."""
         now = time.time()
-        with self._tx() as db:
+        with self.transaction() as db:
             latest: dict[str, tuple[Any, ...]] = {}
             for row in db.all("SELECT student, sha256, name, received_at, received, id FROM jobs WHERE lesson=? AND "
                               "state='done' AND priority=0 ORDER BY received", (lesson,)):
@@ -191,13 +191,13 @@ class Queue(Tables):
 
     def regrading(self, lesson: str, regrade: str) -> int:
         """Jobs of this regrade not finished yet."""
-        with self._tx() as db:
+        with self.transaction() as db:
             return int(db.one("SELECT COUNT(*) FROM jobs WHERE lesson=? AND regrade=? AND state IN ('queued', "
                               "'running')", (lesson, regrade))[0])
 
     def body(self, sha256: str) -> bytes:
         """The bytes a submission was received as."""
-        with self._tx() as db:
+        with self.transaction() as db:
             row = db.one("SELECT body FROM uploads WHERE sha256=?", (sha256,))
         if row is None:
             raise GraderError(f"no upload with digest {sha256[:12]}")
@@ -205,7 +205,7 @@ class Queue(Tables):
 
     # -- reading ----------------------------------------------------------------------------------------------
     def get(self, job_id: str) -> Job | None:
-        with self._tx() as db:
+        with self.transaction() as db:
             row = db.one(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE id=?", (job_id,))
         return Job(*row) if row else None
 
@@ -220,31 +220,31 @@ class Queue(Tables):
         return self._select(f"state IN ({marks})", tuple(states), limit)
 
     def _select(self, where: str, params: tuple[Any, ...], limit: int) -> list[Job]:
-        with self._tx() as db:
+        with self.transaction() as db:
             rows = db.all(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE {where} ORDER BY received DESC LIMIT ?",
                           (*params, limit))
         return [Job(*row) for row in rows]
 
     def waiting(self) -> set[str]:
         """The lessons with a job queued."""
-        with self._tx() as db:
+        with self.transaction() as db:
             return {str(row[0]) for row in db.all("SELECT DISTINCT lesson FROM jobs WHERE state='queued'", ())}
 
     def graded_since(self, lesson: str, student: str) -> tuple[int, float | None]:
         """(graded submissions that count against the limit, when the latest of them was received): queued,
         running and done ones; the grader's failures and superseded ones never count."""
-        with self._tx() as db:
+        with self.transaction() as db:
             count, last = db.one(_GRADED_SINCE, (lesson, student))
         return int(count), last
 
     def counts(self) -> dict[str, int]:
-        with self._tx() as db:
+        with self.transaction() as db:
             rows = db.all("SELECT state, COUNT(*) FROM jobs GROUP BY state", ())
         return dict.fromkeys(STATES, 0) | {str(state): int(n) for state, n in rows}
 
     def durations(self, lesson: str | None = None, last: int = 200) -> tuple[list[float], list[float]]:
         """(seconds waiting in the queue, seconds grading) of the latest finished grades."""
-        with self._tx() as db:
+        with self.transaction() as db:
             rows = db.all("SELECT started - received, finished - started FROM jobs WHERE state='done' AND "
                           "started IS NOT NULL" + (" AND lesson=?" if lesson else "") + " ORDER BY finished DESC "
                           "LIMIT ?", ((lesson, last) if lesson else (last,)))
@@ -257,7 +257,7 @@ class Queue(Tables):
     def _typical(self, lesson: str) -> tuple[float, float]:
         """(the median of the lesson's recent grades, the seconds its host needs to start first, where none runs)."""
         _, grading = self.durations(lesson, 50)
-        with self._tx() as db:
+        with self.transaction() as db:
             warming = _warming(db, lesson)
         return statistics.median(grading) if grading else 10.0, warming
 
@@ -273,7 +273,7 @@ class Queue(Tables):
                 "r.student=jobs.student) ORDER BY priority, turn, received LIMIT ?"
                 + (" FOR UPDATE SKIP LOCKED" if self.postgres else ""))
         taken: list[str] = []
-        with self._tx() as db:
+        with self.transaction() as db:
             seen: set[tuple[str, str]] = set()
             for job_id, lesson, student in db.all(pick, (*lessons, now, n * 4)):
                 if (lesson, student) in seen or len(taken) == n:
@@ -287,27 +287,27 @@ class Queue(Tables):
 
     def renew(self, worker: str, lease_s: float) -> None:
         """The heartbeat: every job `worker` holds is leased again."""
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("UPDATE jobs SET lease_until=? WHERE worker=? AND state='running'", (time.time() + lease_s, worker))
 
     def holds(self, job: Job, worker: str, lease_s: float) -> bool:
         """Whether `worker` still holds the job's current lease (the fencing token it claimed it with), its lease
         renewed in the same transaction so that nobody can take the job while its files are written. False for a
         holder that stalled past its lease while another server graded the job: it must write nothing."""
-        with self._tx() as db:
+        with self.transaction() as db:
             n = db.execute("UPDATE jobs SET lease_until=? WHERE id=? AND state='running' AND worker=? AND fence=?",
                            (time.time() + lease_s, job.id, worker, job.fence))
         return n == 1
 
     def running_on(self, job_id: str, pid: int) -> None:
         """Which process grades the job (shown to the instructor)."""
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("UPDATE jobs SET pid=? WHERE id=? AND state='running'", (pid, job_id))
 
     def reap(self) -> int:
         """Jobs whose lease ran out (their server or worker died) go back to the queue, or are dead after TRIES."""
         now = time.time()
-        with self._tx() as db:
+        with self.transaction() as db:
             expired = db.all("SELECT id, tries FROM jobs WHERE state='running' AND lease_until < ?"
                              + (" FOR UPDATE SKIP LOCKED" if self.postgres else ""), (now,))
             for job_id, tries in expired:
@@ -316,7 +316,7 @@ class Queue(Tables):
 
     def failed(self, job: Job, worker: str, why: str) -> None:
         """The grader failed on this job (not the student): try again after a backoff, or dead after TRIES."""
-        with self._tx() as db:
+        with self.transaction() as db:
             row = db.one("SELECT tries FROM jobs WHERE id=? AND state='running' AND worker=?", (job.id, worker))
             if row is not None:
                 _retry(db, job.id, row[0], why, time.time())
@@ -325,7 +325,7 @@ class Queue(Tables):
              feedback: str) -> bool:
         """The job's grade is recorded; False when this worker no longer held it (its lease ran out and another
         took it: that one finishes it)."""
-        with self._tx() as db:
+        with self.transaction() as db:
             n = db.execute("UPDATE jobs SET state='done', finished=?, status=?, score=?, max_score=?, error=?, "
                            "feedback=?, lease_until=NULL WHERE id=? AND state='running' AND worker=? AND fence=?",
                            (time.time(), status, score, max_score, error, feedback, job.id, worker, job.fence))
@@ -333,7 +333,7 @@ class Queue(Tables):
 
     def rerun(self, job_id: str) -> Job | None:
         """The instructor's rerun of a dead or failed job: queued again, its tries reset."""
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("UPDATE jobs SET state='queued', tries=0, not_before=0, error=NULL, worker=NULL WHERE id=? "
                        "AND state IN ('dead', 'failed')", (job_id,))
         return self.get(job_id)
@@ -341,7 +341,7 @@ class Queue(Tables):
     def release(self, server: str) -> None:
         """A server stopping cleanly hands its running jobs back at once (tries not counted)."""
         prefix = server + "/"
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("UPDATE jobs SET state='queued', worker=NULL, pid=NULL, lease_until=NULL, tries=tries-1 "
                        "WHERE substr(worker, 1, ?)=? AND state='running'", (len(prefix), prefix))
 

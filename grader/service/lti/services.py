@@ -325,7 +325,7 @@ class Outbox(Tables):
 
     def put(self, lesson: str, student: str, digest: str | None, not_before: float = 0.0) -> None:
         """A grade to send, no earlier than `not_before` (the due date, where students see no score before it)."""
-        with self._tx() as db:
+        with self.transaction() as db:
             if db.execute("UPDATE outbox SET digest=?, not_before=? WHERE lesson=? AND student=? AND state='waiting'",
                           (digest, not_before, lesson, student)) == 0:
                 db.execute("INSERT INTO outbox (id, lesson, student, digest, state, not_before, made) VALUES (?, ?, ?, "
@@ -335,7 +335,7 @@ class Outbox(Tables):
     def take(self, worker: str, n: int, lease_s: float) -> list[Passback]:
         """Up to n waiting grades for `worker`, leased; those whose sender died go back first."""
         now = time.time()
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("UPDATE outbox SET state='waiting', worker=NULL WHERE state='sending' AND lease_until < ?",
                        (now,))
             rows = db.all("SELECT id, lesson, student, digest, tries FROM outbox WHERE state='waiting' AND "
@@ -350,10 +350,10 @@ class Outbox(Tables):
         """Sent (or nothing to send), or tried again after a backoff, or kept as failed after PASSBACK_TRIES."""
         state = "sent" if done else "failed" if passback.tries >= PASSBACK_TRIES else "waiting"
         wait = 0.0 if done else BACKOFF_S * 2 ** (passback.tries - 1)
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("UPDATE outbox SET state=?, said=?, not_before=?, worker=NULL WHERE id=? AND worker=? AND "
                        "state='sending'", (state, said[:500], time.time() + wait, passback.id, worker))
 
     def counts(self) -> dict[str, int]:
-        with self._tx() as db:
+        with self.transaction() as db:
             return {str(state): int(n) for state, n in db.all("SELECT state, COUNT(*) FROM outbox GROUP BY state", ())}
