@@ -3,11 +3,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: samples test lint deps bench
+.PHONY: samples test lint deps hubdeps bench
 $(BIN)/grader: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dask,lint,postgres]'
+	$(BIN)/pip install --quiet -e '.[test,dask,lint,postgres,hub]'
 	touch $@
 
 # bubblewrap gives every kernel its own namespaces. Without it, a batch as root refuses students' code (it would
@@ -26,7 +26,13 @@ samples: deps $(BIN)/grader
 	  $(BIN)/grader batch samples/$$lesson --lesson $$lesson --out out/$$lesson $$flags || exit 1; done
 	@echo "open out/inference-capacity/index.html, out/inference-scaling/index.html and out/dynamic-batching/index.html"
 
-test: deps $(BIN)/grader
+# npm's configurable-http-proxy, pinned: the JupyterHub tests start a real hub with it (skipped, saying so, without npm)
+hubdeps: $(BIN)/grader
+	@[ -x $(VENV)/node/node_modules/.bin/configurable-http-proxy ] || command -v configurable-http-proxy >/dev/null 2>&1 || \
+	  { command -v npm >/dev/null 2>&1 && npm install --silent --prefix $(VENV)/node configurable-http-proxy@5.3.0 >/dev/null 2>&1; } || \
+	  echo "note: configurable-http-proxy could not be installed (npm); the JupyterHub tests will be skipped"
+
+test: deps $(BIN)/grader hubdeps
 	$(BIN)/python -m pytest -q
 
 # The house's habits: ruff (lint, import order) over the repository and mypy over the package (pyproject.toml).

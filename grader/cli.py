@@ -1,6 +1,6 @@
 """Command line: grade, check, release, validate, course, new, build-solution and keys here; the class's commands (batch,
 similarity, export, review, portfolio, cluster, verify and the hidden gradescope-run) in cli_class.py; the service's (serve,
-tokens, submit, lti) in cli_service.py. Each command calls one
+tokens, submit, lti, hub) in cli_service.py. Each command calls one
 library function and one renderer, importing only what it uses (`batch` starts its kernel template before the grading
 machinery, so the two overlap). User errors are caught in one place, `cli_flags.Main.invoke`.
 """

@@ -40,10 +40,12 @@ from grader.cli_flags import FILE, Finite, echo, given_from, options_from, sandb
               help="Seconds a client has to send a request's head before its connection is closed.")
 @click.option("--group", help="A group that may read the output folder (0750); by default only its owner (0700).")
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
+@click.option("--hub", is_flag=True, help="Run as a JupyterHub service (started by the hub: `grader hub config`): "
+                                          "its users sign in through the hub, at its address and prefix.")
 @sandbox_options
 def serve_cmd(out_dir: Path, host: str, port: int, jobs: int | None, database: str | None, lease_s: float, min_free_mb: int,
               ssl_certfile: Path | None, ssl_keyfile: Path | None, scheduler: str | None, tls_dir: Path | None,
-              url: str | None, head_s: float, group: str | None, no_zygote: bool, **flags: Any) -> None:
+              url: str | None, head_s: float, group: str | None, no_zygote: bool, hub: bool, **flags: Any) -> None:
     """Serve the course: students submit (web page, `grader submit`, `grader.submit()`) and get feedback as soon
     as it is graded, from a durable queue."""
     from grader.classroom import workers
@@ -60,7 +62,8 @@ def serve_cmd(out_dir: Path, host: str, port: int, jobs: int | None, database: s
     config = server.Config(out=out_dir, host=host, port=port, jobs=jobs, database=database, options=options, given=given,
                            lease_s=lease_s, min_free_mb=min_free_mb, scheduler=scheduler, tls=tls_dir, url=url,
                            ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
-                           ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None, head_timeout_s=head_s, group=group)
+                           ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None, head_timeout_s=head_s, group=group,
+                           hub=hub)
     server.serve(config, ready=lambda url: echo(f"serving {url} (students: {url}, instructors: {url}instructor); "
                                                 f"grades in {out_dir}/<lesson>/; Ctrl-C stops it"))
 
@@ -103,7 +106,7 @@ def submit_cmd(submission: Path, server: str, token: str | None, lesson_id: str,
     token = token or client.stored_token()
     if not token:
         raise GraderError(f"no token: put the one your instructor gave you in {client.token_file()} (or set "
-                          "GRADER_TOKEN), or pass --token")
+                          "GRADER_TOKEN), or pass --token (inside a JupyterHub server, the hub's token is used)")
 
     receipt, used = client.submit(submission, server, token, lesson_id)
     state = client.follow(server, token, receipt["id"]) if wait else None
@@ -171,4 +174,29 @@ def lti_roster_cmd(lesson_id: str, out_path: Path, memberships: str | None, issu
         echo(line)
 
 
-COMMANDS = (serve_cmd, tokens_cmd, submit_cmd, lti_group)
+@click.group("hub")
+def hub_group() -> None:
+    """The grader as a JupyterHub service: what to add to jupyterhub_config.py."""
+
+
+@hub_group.command("config")
+@click.option("--url", required=True, help="The address the service listens on, as the hub reaches it "
+                                           "(http://127.0.0.1:10101).")
+@click.option("--out", "out_dir", default="served", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="Where the service records grades.")
+def hub_config_cmd(url: str, out_dir: Path) -> None:
+    """Print the lines for jupyterhub_config.py that run this course's grader as a service of the hub: the
+    service, the roles it and the hub's users need, and the address user servers submit to."""
+    from grader.lesson import course
+    from grader.service import hub
+
+    here = course.current()
+    if here.root is None:
+        raise GraderError("grader hub config needs the course folder: pass --course C (or set GRADER_COURSE)")
+    if not here.hub.instructors:
+        echo(f"grader: note: {here.root}/course.toml names no [hub] instructors group: nobody signed in through "
+             "the hub opens the instructor's side", err=True)
+    click.echo(hub.config_lines(here.root, url, out_dir), nl=False)
+
+
+COMMANDS = (serve_cmd, tokens_cmd, submit_cmd, lti_group, hub_group)

@@ -49,13 +49,19 @@ def token_file() -> Path:
 
 
 def stored_token() -> str:
-    """The token of GRADER_TOKEN, else of the token file ("" when neither holds one)."""
+    """The token of GRADER_TOKEN, else of the token file, else (inside a JupyterHub user's server) the hub's token
+    of that server, JUPYTERHUB_API_TOKEN, which a course served as a hub service takes ("" when none is set)."""
     if os.environ.get("GRADER_TOKEN"):
         return os.environ["GRADER_TOKEN"].strip()
     try:
         return files.read_regular(token_file(), 4096).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
-        return ""
+        return os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()
+
+
+def authorization(token: str) -> str:
+    """The Authorization header for a token: a grader token (gs_, gi_, gl_) as a Bearer, a hub's as `token`."""
+    return f"Bearer {token}" if token.startswith(("gs_", "gi_", "gl_")) else f"token {token}"
 
 
 def submit(path: Path, server: str, token: str, lesson: str) -> tuple[dict[str, Any], str]:
@@ -71,7 +77,7 @@ def submit(path: Path, server: str, token: str, lesson: str) -> tuple[dict[str, 
     try:
         with _client(server) as http:
             response = http.post("/api/submissions", params={"lesson": lesson, "name": path.name}, content=body,
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": kind})
+                                 headers={"Authorization": authorization(token), "Content-Type": kind})
     except httpx.HTTPError as err:
         raise GraderError(f"the server at {server} could not be reached ({type(err).__name__}): nothing was "
                           "submitted") from None
@@ -95,7 +101,7 @@ def follow(server: str, token: str, submission: str, timeout: float = WAIT_S) ->
     with _client(server) as http:
         while True:
             try:
-                response = http.get(f"/api/submissions/{submission}", headers={"Authorization": f"Bearer {token}"})
+                response = http.get(f"/api/submissions/{submission}", headers={"Authorization": authorization(token)})
             except httpx.HTTPError:
                 response = None
             if response is not None and response.status_code != 200:

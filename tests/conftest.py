@@ -298,3 +298,19 @@ def postgres(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(passfile.parent, ignore_errors=True)
+
+
+def answering(url: str, proc: Any, seconds: float, said: Callable[[], str]) -> None:
+    """Wait until a server started as `proc` answers 200 at `url`; else fail with what `said` tells of it."""
+    import contextlib
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the server did not start: {said()}")

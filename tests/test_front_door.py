@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
+from conftest import answering
 from test_service import NOTEBOOK, _auth
 
 from grader import cli
@@ -373,14 +374,7 @@ def _serve_limited(home: Path, out: Path, open_files: int) -> Iterator[int]:
                                 env=dict(os.environ, GRADER_COURSE=str(home)), stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True, preexec_fn=limited)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.2)
-        else:
-            raise AssertionError(f"the server did not start: {log.read_text()}")
+        answering(f"http://127.0.0.1:{port}/", proc, 60, log.read_text)
         yield port
     finally:
         with contextlib.suppress(ProcessLookupError):

@@ -139,7 +139,7 @@ def test_a_learner_and_an_instructor_launch_into_their_own_pages_signed_in(lms: 
     token = re.search(r'"grader-token", "([^"]+)"', learner.text)[1]
     mine = httpx.get(f"{lms['tool']}/api/submissions", headers={"Authorization": f"Bearer {token}"})
     assert mine.status_code == 200 and mine.json() == {"submissions": []}
-    assert httpx.get(f"{lms['tool']}/api/queue", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert httpx.get(f"{lms['tool']}/api/queue", headers={"Authorization": f"Bearer {token}"}).status_code == 403
     teacher, _ = _launch(lms, INSTRUCTOR_ID)
     assert 'data-role="instructor"' in teacher.text and 'location.replace("/instructor")' in teacher.text
     staff = re.search(r'"grader-instructor", "([^"]+)"', teacher.text)[1]
@@ -335,7 +335,7 @@ def test_only_a_role_in_this_courses_context_opens_the_instructors_side(lms: dic
     fay, _ = _launch(lms, "user-fay")
     assert 'data-role="student"' in fay.text
     queue = httpx.get(f"{lms['tool']}/api/queue", headers={"Authorization": f"Bearer {_token(fay)}"})
-    assert queue.status_code == 401  # an institution's Instructor who is a Learner here sees nobody's work
+    assert queue.status_code == 403  # an institution's Instructor who is a Learner here sees nobody's work
     assert "an observer (Mentor) of the LMS course has no access here" in _refusal(_launch(lms, "user-mo")[0])
     root = _refusal(_launch(lms, "user-root")[0])
     assert "no role of a learner or an instructor in this LMS course (context roles: none)" in root

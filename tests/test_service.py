@@ -128,7 +128,7 @@ def test_no_token_or_a_wrong_one_is_401_and_nothing_is_kept(service: Any) -> Non
     assert service.post("/api/submissions?lesson=inference-capacity", content=body).status_code == 401
     wrong = {"Authorization": "Bearer gs_" + "x" * 43}
     assert service.post("/api/submissions?lesson=inference-capacity", content=body, headers=wrong).status_code == 401
-    assert service.get("/api/queue", headers=_auth(service, "ada")).status_code == 401  # a student is no instructor
+    assert service.get("/api/queue", headers=_auth(service, "ada")).status_code == 403  # a student is no instructor
     assert sum(service.served.queue.counts().values()) == 0
 
 
@@ -144,7 +144,7 @@ def test_a_pages_cookie_signs_reads_only_and_each_refusal_says_whose_token_is_mi
     assert sum(service.served.queue.counts().values()) == 0
     assert service.post("/api/session").status_code == 401  # nor does the cookie sign a page in again
     refused = service.get("/api/queue")  # ada, signed in by her cookie, is no instructor
-    assert refused.status_code == 401 and refused.json() == {"error": "an instructor's token is needed"}
+    assert refused.status_code == 403 and refused.json() == {"error": "an instructor's token is needed"}
     assert service.delete("/api/session").json() == {"signed_out": True}
     assert "grader_session" not in service.cookies
     assert service.get("/api/lessons").json()["error"].startswith("no valid token")

@@ -52,6 +52,8 @@ class Member:
     email: str = ""
     """The full email address a plain roster lists (a column `email`): an LMS user who shares nothing else is matched
     on it, and only on it."""
+    hub_user: str = ""
+    """The JupyterHub user this student signs in as (a plain roster's column `hub_user`; `grader serve --hub`)."""
 
     def ids(self) -> set[str]:
         """Every id a submission may carry for this student."""
@@ -116,8 +118,10 @@ def read(path: str | Path) -> Roster:
     body = rows[1:] if column is not None else rows
     column = column or 0
     mail = lowered.index("email") if "email" in lowered and body is not rows else None
+    hub = lowered.index("hub_user") if "hub_user" in lowered and body is not rows else None
     listed = tuple(Member(_id(row[column], path), extension_days=_extension(row, header, path) if body is not rows else 0.0,
-                          email=row[mail].strip() if mail is not None and mail < len(row) else "")
+                          email=row[mail].strip() if mail is not None and mail < len(row) else "",
+                          hub_user=row[hub].strip() if hub is not None and hub < len(row) else "")
                    for row in body if len(row) > column and row[column].strip())
     if not listed:
         raise GraderError(f"the roster {path} names no students")

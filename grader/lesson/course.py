@@ -60,8 +60,11 @@ _LTI = {"type": "object", "additionalProperties": False,
         "properties": {"contexts": {"type": "array", "items": {"type": "string", "minLength": 1}},
                        "instructor_roles": {"type": "array", "items": {"enum": list(CONTEXT_ROLES)}, "minItems": 1},
                        "roster": _TEXT}}
+_GROUP = {"type": "string", "pattern": "^[^/?#\\s]{1,255}$"}
+_HUB = {"type": "object", "additionalProperties": False,
+        "properties": {"instructors": _GROUP, "students": _GROUP, "roster": _TEXT}}
 SHAPE = Shape({"type": "object", "additionalProperties": False, "required": ["name", "timezone"],
-               "properties": {"name": _TEXT, "timezone": _TEXT, "lti": _LTI,
+               "properties": {"name": _TEXT, "timezone": _TEXT, "lti": _LTI, "hub": _HUB,
                               "lessons": {"type": "object", "additionalProperties": _LESSON}}}, draft="7", finite=True)
 
 
@@ -172,6 +175,18 @@ class LtiPolicy:
 
 
 @dataclass(frozen=True)
+class HubPolicy:
+    """Who a JupyterHub's users are in this course (`[hub]` in course.toml; `grader serve --hub`)."""
+
+    instructors: str = ""
+    """The hub group whose members open the instructor's side."""
+    students: str = ""
+    """A hub group whose members are students (each under their hub name), beside the roster's."""
+    roster: Path | None = None
+    """A roster whose `hub_user` column names each student's hub user (else a hub user is the student of that id)."""
+
+
+@dataclass(frozen=True)
 class Course:
     """A course folder: its name, time zone and policy per lesson, and where its private state lives."""
 
@@ -183,6 +198,7 @@ class Course:
     declared: bool = False
     """Whether the folder has a course.toml (a folder given by --course may not)."""
     lti: LtiPolicy = LtiPolicy()
+    hub: HubPolicy = HubPolicy()
 
     def policy(self, lesson_id: str) -> LessonPolicy:
         """The course's policy for a lesson (none declared: no due date, no late policy, variants as released)."""
@@ -265,9 +281,12 @@ def _load(root: Path, stamp: tuple[Any, ...]) -> Course:
                      for lesson_id, entry in (spec.get("lessons") or {}).items())
     lti = spec.get("lti") or {}
     roster = (root / lti["roster"]) if lti.get("roster") else None
+    hub = spec.get("hub") or {}
     return Course(root, str(spec["name"]), zone, policies, declared=True,
                   lti=LtiPolicy(tuple(lti.get("contexts") or ()),
-                                tuple(lti.get("instructor_roles") or LtiPolicy.instructor_roles), roster))
+                                tuple(lti.get("instructor_roles") or LtiPolicy.instructor_roles), roster),
+                  hub=HubPolicy(str(hub.get("instructors", "")), str(hub.get("students", "")),
+                                (root / hub["roster"]) if hub.get("roster") else None))
 
 
 def late_rule(late: dict[str, Any] | None) -> LateRule | None:

@@ -39,7 +39,8 @@ from grader.base import database, files
 from grader.base.errors import GraderError
 from grader.classroom.batch_folder import BatchFolder
 from grader.lesson import catalog, course, handout
-from grader.service import auth, jobs, policy, upload
+from grader.service import jobs, policy, tokens, upload
+from grader.service.hub import Hub
 from grader.service.jobs import Job, Queue
 from grader.service.lti import pages as lti_pages
 from grader.service.lti.services import Outbox
@@ -76,10 +77,12 @@ class Served:
     public_url: str = ""
     """The server's address as the LMS knows it (ends in `/`): LTI's redirect_uri and links are built from it; ""
     where none is set: the address the server listens on, never a request's Host header."""
+    hub: Hub | None = None
+    """The JupyterHub this server is a service of (`--hub`): its users sign in through it, under its prefix."""
 
 
 def app(served: Served) -> Any:
-    """The Starlette application: who asks is settled once per request (auth.Tokens), each handler says whom it
+    """The Starlette application: who asks is settled once per request (tokens.Tokens), each handler says whom it
     serves (`@requires`), and every HTTP error is one line of JSON."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -88,8 +91,7 @@ def app(served: Served) -> Any:
     from starlette.routing import Route
 
     h = _Staff(served)
-    return Starlette(middleware=[Middleware(AuthenticationMiddleware, backend=auth.Tokens(served.book))],
-                     exception_handlers={HTTPException: _http_error}, routes=[
+    routes = [
         Route("/", h.student_page), Route("/instructor", h.instructor_page),
         Route("/api/session", h.session, methods=["POST", "DELETE"]),
         Route("/api/lessons", h.lessons),
@@ -97,7 +99,18 @@ def app(served: Served) -> Any:
         Route("/api/submissions/{id}", h.one), Route("/api/submissions/{id}/report", h.report),
         Route("/api/submissions/{id}/rerun", h.rerun, methods=["POST"]), Route("/api/queue", h.queue_view),
         Route("/api/regrade", h.regrade, methods=["POST"]),
-        Route("/files/{lesson}/{path:path}", h.batch_file), *lti_pages.routes(served)])
+        Route("/files/{lesson}/{path:path}", h.batch_file), *lti_pages.routes(served)]
+    if served.hub is not None:  # under the hub's prefix (/services/grader/), its sign-in beside the pages
+        from starlette.routing import Mount
+
+        routes = [Mount(served.hub.place.prefix.rstrip("/"), routes=[*routes, *served.hub.routes()])]
+    return Starlette(middleware=[Middleware(AuthenticationMiddleware, backend=tokens.Tokens(served.book, served.hub))],
+                     exception_handlers={HTTPException: _http_error}, routes=routes)
+
+
+def _path(request: Request) -> str:
+    """The path this server's pages are under: `/`, or the hub's prefix for this service."""
+    return str(request.scope.get("root_path") or "").rstrip("/") + "/"
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
@@ -111,12 +124,15 @@ def _refused(status: int, why: str, headers: dict[str, str] | None = None) -> An
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    """An HTTP error as one line of JSON: for a 401 (`@requires` refused), whose token is missing."""
+    """An HTTP error as one line of JSON: where `@requires` refused, a 401 saying whose token is missing, or a 403
+    for someone signed in who is no instructor."""
     from starlette.exceptions import HTTPException
 
     status = exc.status_code if isinstance(exc, HTTPException) else 500
-    if status == 401:
-        why = ("an instructor's token is needed" if request.user.is_authenticated else
+    if status == 401 and request.user.is_authenticated:
+        status, why = 403, "an instructor's token is needed"
+    elif status == 401:
+        why = (request.scope.get("grader.why") or
                "no valid token: send `Authorization: Bearer TOKEN` with the token you were given")
     else:
         why = str(exc.detail) if isinstance(exc, HTTPException) else "the server failed"
@@ -147,21 +163,22 @@ class _Handlers:
         named = here.name or "the course"  # never the course's folder: the page is public
         names = {i: " ".join(sorted(handout.needed_names(catalog.get(i)))) for i in self.s.lessons}  # the handouts'
         html = render.environment().get_template(template).render(lessons=lessons, course=named, due=due,
-                                                                  zone=here.timezone, names=names)
+                                                                  zone=here.timezone, names=names,
+                                                                  hub=self.s.hub is not None)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
 
     async def session(self, request: Request) -> Response:
         """Sign a page in (the token in a cookie a page's links carry, for reading) or out."""
         if request.method == "DELETE":
             response = _json({"signed_out": True})
-            response.delete_cookie(auth.COOKIE, path="/")
+            response.delete_cookie(tokens.COOKIE, path=_path(request))
             return response
-        if not request.user.is_authenticated:  # a POST: only the header signs it (auth.Tokens)
+        if not request.user.is_authenticated:  # a POST: only the header signs it (tokens.Tokens)
             return _refused(401, "no valid token: use the one your instructor gave you")
-        person = auth.person(request)
+        person = tokens.person(request)
         response = _json({"who": person.who, "name": person.name, "role": person.role})
         token = request.headers["authorization"][7:].strip()
-        response.set_cookie(auth.COOKIE, token, httponly=True, samesite="strict", path="/",
+        response.set_cookie(tokens.COOKIE, token, httponly=True, samesite="strict", path=_path(request),
                             secure=request.url.scheme == "https")
         return response
 
@@ -172,7 +189,7 @@ class _Handlers:
     # -- submitting -------------------------------------------------------------------------------------------
     @requires("student", status_code=401)
     async def submit(self, request: Request) -> Response:
-        person = auth.person(request)
+        person = tokens.person(request)
         lesson = request.query_params.get("lesson", "")
         if lesson not in self.s.lessons:
             return _refused(404, f"no lesson {lesson[:60]!r} here (served: {', '.join(self.s.lessons)})")
@@ -216,7 +233,7 @@ class _Handlers:
     # -- reading ----------------------------------------------------------------------------------------------
     @requires("student", status_code=401)
     async def history(self, request: Request) -> Response:
-        person = auth.person(request)
+        person = tokens.person(request)
         lesson = request.query_params.get("lesson") or None
         student = request.query_params.get("student") if person.role == "instructor" else None
         jobs = await asyncio.to_thread(self.s.queue.of_student, student or person.who, lesson)
@@ -249,7 +266,7 @@ class _Handlers:
 
     @requires("student", status_code=401)
     async def one(self, request: Request) -> Response:
-        person = auth.person(request)
+        person = tokens.person(request)
         job = await asyncio.to_thread(self.s.queue.get, request.path_params["id"][:64])
         if job is None or not self._mine(job, person):
             return _refused(404, "no such submission of yours")
@@ -259,7 +276,7 @@ class _Handlers:
     async def report(self, request: Request) -> Response:
         from starlette.responses import HTMLResponse
 
-        person = auth.person(request)
+        person = tokens.person(request)
         job = await asyncio.to_thread(self.s.queue.get, request.path_params["id"][:64])
         if job is None or not self._mine(job, person):
             return _refused(404, "no such submission of yours")

@@ -11,6 +11,7 @@ exports and portfolios read it as they read a batch's.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -28,7 +29,7 @@ from grader.base.options import Options
 from grader.classroom import workers
 from grader.lesson import catalog, course
 from grader.lesson.draw import Given
-from grader.service import dispatch, guard
+from grader.service import dispatch, guard, hub
 from grader.service.app import Served, app
 from grader.service.jobs import Queue
 from grader.service.lti.services import Outbox
@@ -64,6 +65,8 @@ class Config:
     head_timeout_s: float = guard.HEAD_S
     group: str | None = None
     """A group that may read the output folder (0750); None: its owner only (0700)."""
+    hub: bool = False
+    """A JupyterHub service (`--hub`): the address, the prefix and who signs in come from the hub."""
 
 
 def _watch(grading: Any, server: Any) -> None:
@@ -73,6 +76,16 @@ def _watch(grading: Any, server: Any) -> None:
         log.error(f"the grading side stopped (exit code {grading.exitcode}); stopping. Accepted "
               "submissions are kept in the queue: start the server again to grade them.")
         server.should_exit = True
+
+
+def _stops_with_parent() -> None:
+    """A hub's service is told to stop (SIGTERM: its running jobs handed back) when the hub that started it ends,
+    however it ends: the hub's next start starts it again on the same port."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def database(config: Config) -> str:
@@ -103,6 +116,11 @@ def serve(config: Config, ready: Any = None) -> None:
     lessons = tuple(catalog.available())
     if not lessons:
         raise GraderError("this course has no lessons to serve")
+    place = hub.Place.from_environment() if config.hub else None
+    if place is not None:  # a service of the hub: where it expects it, and gone when the hub is
+        _stops_with_parent()
+        if place.port is not None:
+            config = dataclasses.replace(config, host=place.host, port=place.port)
     said = logging.StreamHandler(sys.stderr)  # the service's log, one line a record, inherited by what it forks
     said.setFormatter(logging.Formatter("grader serve: %(message)s"))
     logging.getLogger("grader.service").handlers[:] = [said]
@@ -130,10 +148,10 @@ def serve(config: Config, ready: Any = None) -> None:
     sock.bind((config.host, config.port))
     sock.listen(512)
     scheme = "https" if config.ssl_certfile else "http"
-    url = f"{scheme}://{config.host}:{sock.getsockname()[1]}/"
+    url = f"{scheme}://{config.host}:{sock.getsockname()[1]}{place.prefix if place else '/'}"
     served = Served(queue=Queue(where), book=book, out=config.out, lessons=lessons, jobs=config.jobs,
                     min_free=config.min_free_mb * 1024**2, outbox=Outbox(where),
-                    public_url=(config.url or url).rstrip("/") + "/")
+                    public_url=(config.url or url).rstrip("/") + "/", hub=hub.Hub(book, place) if place else None)
     server = uvicorn.Server(uvicorn.Config(app(served), log_level="warning", lifespan="off",
                                            ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile,
                                            timeout_graceful_shutdown=5, http=guard.protocol(held),

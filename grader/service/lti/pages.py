@@ -41,7 +41,7 @@ def routes(served: Any) -> list[Any]:
             Route("/lti/deep-link", pages.deep_link, methods=["POST"])]
 
 
-def _page(title: str, page: str, status: int = 200, **values: Any) -> Any:
+def page(title: str, page: str, status: int = 200, **values: Any) -> Any:
     """One of the LTI pages (templates/lti.html.j2), every value escaped by the template."""
     from starlette.responses import HTMLResponse
 
@@ -55,7 +55,7 @@ def _page(title: str, page: str, status: int = 200, **values: Any) -> Any:
 
 def _refused(err: LtiRefused) -> Any:
     log.info(f"LTI refused: {err}")
-    return _page("Refused", "refused", 400, why=str(err))
+    return page("Refused", "refused", 400, why=str(err))
 
 
 def _cookie(state: str) -> str:
@@ -116,7 +116,7 @@ class _Pages:
         target = "/instructor" if launch.role == "instructor" else "/" + (
             f"?lesson={lesson}" if lesson in self.lessons else "")
         slot = "grader-instructor" if launch.role == "instructor" else "grader-token"
-        return _page("Signed in", "launched", student=launch.student, role=launch.role,
+        return page("Signed in", "launched", student=launch.student, role=launch.role,
                      name=launch.name or launch.student, slot=slot, token=token, target=target)
 
     def _lesson_of(self, launch: lti_launch.Launch) -> str | None:
@@ -135,7 +135,7 @@ class _Pages:
             return _refused(LtiRefused("only an instructor links a lesson into the course"))
         link = self.launches.offer(launch)
         lessons = [{"id": i, "title": catalog.get(i).title, "points": catalog.get(i).max_score} for i in self.lessons]
-        return _page("Link a lesson", "choose", link=link, lessons=lessons)
+        return page("Link a lesson", "choose", link=link, lessons=lessons)
 
     async def deep_link(self, request: Request) -> Any:
         form = await request.form()
@@ -152,4 +152,4 @@ class _Pages:
                                                            f"{self.base(request)}lti/launch")
         except LtiRefused as err:
             return _refused(err)
-        return _page("Linked", "linked", back=back, jwt=jwt_text)
+        return page("Linked", "linked", back=back, jwt=jwt_text)

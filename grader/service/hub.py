@@ -1,0 +1,199 @@
+"""The grader as a JupyterHub service (`grader serve --hub`): the hub says who a browser or a token is; the course
+says who that is here.
+
+A browser signs in through the hub's OAuth (jupyterhub's `HubOAuth`): `hub/login` sends it to the hub with a
+state kept in a cookie of this service's path, and `oauth_callback` checks the state against that cookie, takes
+the code for the user's token, asks the hub whose it is and opens a session of this service (`Book.session`),
+as an LMS launch does: no grader token is ever pasted. An API call sends `Authorization: token <hub token>`
+(inside a user's server, JUPYTERHUB_API_TOKEN): the hub is asked whose it is (cached 60 s) and whether it
+holds the scope to reach this service (`access:services!service=grader`).
+
+Who a hub user is here: the student whose roster row names them (`hub_user`, in `[hub] roster`), else the
+student of their name (one with a token, on that roster, or in the `[hub] students` group); an instructor is a
+member of the `[hub] instructors` group, read with the service's own token (the `read:groups` scope `grader hub
+config` grants). Anyone else signed in to the hub is told so in one line. Nothing here writes to the hub.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode, urlparse
+
+from grader.base.errors import GraderError
+from grader.intake import roster as class_list
+from grader.lesson import course
+from grader.service.tokens import Book, Identity
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+SERVICE = "grader"
+"""The service's name on the hub: its address is /services/grader/."""
+PREFIX = f"/services/{SERVICE}"
+STATE_COOKIE = "grader-hub-state"
+MEMBERS_S = 10.0
+"""How long a group's members are kept before the hub is asked again (a member added shows within this long)."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the hub put this service: its path prefix (/services/grader/) and the address to listen on."""
+
+    prefix: str
+    host: str
+    port: int | None
+
+    @classmethod
+    def from_environment(cls) -> Place:
+        """As the hub gives a service it starts (JUPYTERHUB_SERVICE_PREFIX, JUPYTERHUB_SERVICE_URL); refused in
+        one line where the hub gave none of it."""
+        if not os.environ.get("JUPYTERHUB_API_TOKEN") or not os.environ.get("JUPYTERHUB_API_URL"):
+            raise GraderError("--hub needs the environment JupyterHub gives a service (JUPYTERHUB_API_TOKEN, "
+                              "JUPYTERHUB_API_URL, ...): start it from jupyterhub_config.py (`grader hub config`)")
+        prefix = "/" + os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{SERVICE}/").strip("/") + "/"
+        url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
+        return cls(prefix, url.hostname or "127.0.0.1", url.port)
+
+
+class Hub:
+    """The hub this service runs under: its OAuth for browsers, its tokens for API calls, its groups for who is an
+    instructor; `person` says who a hub user is in this course."""
+
+    def __init__(self, book: Book, place: Place) -> None:
+        try:
+            from jupyterhub.services.auth import HubOAuth
+        except ImportError:
+            raise GraderError("--hub needs jupyterhub's service library: pip install '.[hub]'") from None
+        self.book = book
+        self.place = place
+        self.auth = HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=60)
+        self.members: dict[str, tuple[float, frozenset[str]]] = {}
+        self.rows: tuple[float, dict[str, class_list.Member]] = (0.0, {})
+
+    # -- who a token or a hub user is -------------------------------------------------------------------------
+    async def identity(self, token: str) -> Identity | str:
+        """Whom a hub token names in this course, or why nobody (one line: not the hub's, without access to this
+        service, or a hub user who is not in this course)."""
+        model = await self.auth.user_for_token(token, sync=False) if token and len(token) <= 512 else None
+        if not model or model.get("kind", "user") != "user":
+            return "the hub does not know this token (send `Authorization: token` with a hub token of a user)"
+        if not self.auth.check_scopes(self.auth.access_scopes, model):
+            return f"this hub token may not reach the grader (it needs the scope access:services!service={SERVICE})"
+        user = str(model.get("name") or "")
+        return await self.person(user) or f"the hub user {user} is not in this course: ask your instructor to add " \
+            "you to its roster"
+
+    async def person(self, user: str) -> Identity | None:
+        """Who the hub user `user` is in this course (None: signed in to the hub, but not in this course)."""
+        if not user:
+            return None
+        policy = course.current().hub
+        if policy.instructors and user in await self._members(policy.instructors):
+            return Identity(user, user, "instructor")
+        found = self._roster().get(user)
+        if found is not None:
+            return Identity(found.student, found.name or user, "student")
+        known = self.book.member(user)
+        if known is not None and known.role == "student":
+            return known
+        if policy.students and user in await self._members(policy.students):
+            return Identity(user, user, "student")
+        return None
+
+    def _roster(self) -> dict[str, class_list.Member]:
+        """The `[hub] roster`'s students by hub user (their `hub_user`, else their id), read again every 10 s."""
+        at, rows = self.rows
+        roster = course.current().hub.roster
+        if roster is None or time.monotonic() - at < MEMBERS_S:
+            return rows
+        read = class_list.read(roster)
+        self.rows = (time.monotonic(), {m.hub_user or m.student: m for m in read.members})
+        return self.rows[1]
+
+    async def _members(self, group: str) -> frozenset[str]:
+        """A hub group's members, asked of the hub with the service's own token (kept MEMBERS_S)."""
+        kept = self.members.get(group)
+        if kept is not None and time.monotonic() - kept[0] < MEMBERS_S:
+            return kept[1]
+        import httpx
+
+        async with httpx.AsyncClient(timeout=10) as http:
+            answer = await http.get(f"{self.auth.api_url.rstrip('/')}/groups/{quote(group, safe='')}",
+                                    headers={"Authorization": f"token {self.auth.api_token}"})
+        model = answer.json() if answer.status_code == 200 else {}
+        users = frozenset(str(u) for u in model.get("users") or ())
+        self.members[group] = (time.monotonic(), users)
+        return users
+
+    # -- the browser's sign-in ----------------------------------------------------------------------------------
+    def routes(self) -> list[Any]:
+        from starlette.routing import Route
+
+        return [Route("/hub/login", self.login), Route("/oauth_callback", self.callback)]
+
+    async def login(self, request: Request) -> Response:
+        """Send the browser to the hub to sign in, the state kept in a cookie of this service's path."""
+        from starlette.responses import RedirectResponse
+
+        state = secrets.token_urlsafe(24)
+        response = RedirectResponse(f"{self.auth.login_url}&{urlencode({'state': state})}", 302)
+        response.set_cookie(STATE_COOKIE, state, max_age=600, path=self.place.prefix, httponly=True,
+                            samesite="lax", secure=request.url.scheme == "https")
+        return response
+
+    async def callback(self, request: Request) -> Response:
+        """The hub's answer: the state checked against this browser's cookie, the code taken for a token, the
+        user looked up in the course, and a session of this service opened."""
+        from grader.service.lti import pages
+
+        state = request.cookies.get(STATE_COOKIE, "")
+        given = request.query_params.get("state", "")
+        if not state or not hmac.compare_digest(state.encode(), given.encode()):
+            return pages.page("Sign-in refused", "hub-refused", 403, why="this sign-in was not started in this "
+                              "browser (or it took over 10 minutes): open the grader again")
+        code = request.query_params.get("code", "")
+        if not code:
+            return pages.page("Sign-in refused", "hub-refused", 403, why="the hub sent no code: open the grader again")
+        token = await self.auth.token_for_code(code, sync=False)
+        model = await self.auth.user_for_token(token, use_cache=False, sync=False) or {}
+        user = str(model.get("name") or "")
+        person = await self.person(user)
+        if person is None:
+            return pages.page("Not in this course", "hub-refused", 403, why=f"you are signed in to the hub as {user}, "
+                              "who is not in this course: ask your instructor to add you to its roster")
+        instructor = person.role == "instructor"
+        response = pages.page("Signed in", "launched", 200, student=person.who, name=person.name or person.who,
+                              role=person.role,
+                              slot="grader-instructor" if instructor else "grader-token",
+                              token=self.book.session(person),
+                              target="./instructor" if instructor else "./")
+        response.delete_cookie(STATE_COOKIE, path=self.place.prefix)
+        return response
+
+
+def config_lines(course_root: Path, url: str, out: Path) -> str:
+    """The lines for jupyterhub_config.py that run this course's grader as a managed service of the hub."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.port is None:
+        raise GraderError(f"--url {url!r}: give the address the service listens on, with its port "
+                          "(http://127.0.0.1:10101)")
+    command = [sys.executable, "-m", "grader", "--course", str(course_root.absolute()), "serve", "--hub",
+               "--out", str(out.absolute())]
+    scope = f"access:services!service={SERVICE}"
+    service = {"name": SERVICE, "url": url, "command": command, "oauth_no_confirm": True}
+    roles = [{"name": "grader-service", "services": [SERVICE], "scopes": ["read:users", "read:groups"]},
+             {"name": "user", "scopes": ["self", scope]},
+             {"name": "server", "scopes": ["users:activity!user", "access:servers!server", scope]}]
+    said = f"# the course {course_root.absolute()} graded by `{' '.join(shlex.quote(c) for c in command)}`\n"
+    return (said + f"c.JupyterHub.services = [{service!r}]\n"
+            f"c.JupyterHub.load_roles = {roles!r}\n"
+            f"c.Spawner.environment = {{'GRADER_SERVER': {url.rstrip('/') + PREFIX!r}}}\n")

@@ -1,0 +1,303 @@
+"""The grader as a JupyterHub service, against the real thing: `jupyterhub` (DummyAuthenticator with a password,
+the SimpleLocalProcessSpawner) and npm's `configurable-http-proxy` on loopback, the grader started by the hub as
+a managed service from `grader hub config`'s own lines, every request through the hub's proxy.
+
+The course: hub group `teachers` (prof) opens the instructor's side; the roster's `hub_user` column makes hub user
+ada the student s001; ben is a student of his own name (`grader tokens` issued him one); cleo is a student as a
+member of the `learners` group; zed is signed in to the hub but in none of these. The hub is started once for the
+module and stopped (SIGTERM, so that it stops its service; then the whole session killed) at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import answering
+
+ROOT = Path(__file__).parent.parent
+SAMPLE = ROOT / "samples" / "inference-capacity" / "ada.ipynb"
+LESSON = "inference-capacity"
+TESTER = "tester-" + "0123456789abcdef" * 2
+ACCESS = "access:services!service=grader"
+pytestmark = pytest.mark.kernel
+
+
+def _port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _proxy() -> str | None:
+    """npm's configurable-http-proxy: on PATH, or where `make test` installs it (.venv/node)."""
+    local = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
+    return shutil.which("configurable-http-proxy") or (str(local) if local.exists() else None)
+
+
+def _course(folder: Path) -> Path:
+    home = folder / "course"
+    home.mkdir()
+    (home / "course.toml").write_text('name = "hubbed"\ntimezone = "UTC"\n[hub]\ninstructors = "teachers"\n'
+                                      'students = "learners"\nroster = "roster.csv"\n')
+    (home / "roster.csv").write_text("student,name,hub_user\ns001,Ada Lovelace,ada\n")
+    subprocess.run([sys.executable, "-m", "grader", "--course", str(home), "tokens", "--roster",
+                    str(_write(folder / "ben.csv", "student\nben\n")), "--out", str(folder / "tokens.csv")],
+                   check=True, capture_output=True, timeout=60)
+    return home
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    pytest.importorskip("jupyterhub")
+    proxy = _proxy()
+    if proxy is None:
+        pytest.skip("npm's configurable-http-proxy is not installed (`make test` installs it)")
+    folder = tmp_path_factory.mktemp("hub")
+    home = _course(folder)
+    port, service = _port(), f"http://127.0.0.1:{_port()}"
+    lines = subprocess.run([sys.executable, "-m", "grader", "--course", str(home), "hub", "config", "--url", service,
+                            "--out", str(folder / "served")], check=True, capture_output=True, text=True,
+                           timeout=60).stdout
+    (folder / "jupyterhub_config.py").write_text(f"""c = get_config()  # noqa
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {port}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {_port()}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{_port()}"
+c.ConfigurableHTTPProxy.command = [{proxy!r}]
+c.JupyterHub.authenticator_class = "dummy"
+c.DummyAuthenticator.password = "hub-test-password"
+c.Authenticator.allow_all = True
+c.JupyterHub.spawner_class = "simple"
+c.SimpleLocalProcessSpawner.home_dir_template = {str(folder / "home" / "{username}")!r}
+c.Spawner.args = ["--allow-root"] if {os.geteuid() == 0} else []
+c.JupyterHub.db_url = "sqlite:///{folder / 'hub.sqlite'}"
+c.JupyterHub.cookie_secret_file = "{folder / 'cookie_secret'}"
+c.JupyterHub.load_groups = {{"teachers": {{"users": ["prof"]}}, "learners": {{"users": ["cleo"]}},
+                            "others": {{"users": ["ada", "ben", "zed"]}}}}
+{lines}
+c.JupyterHub.services[0]["command"] += ["--jobs", "1"]
+c.JupyterHub.services[0]["environment"] = {{"GRADER_CACHE": {os.environ.get("GRADER_CACHE", "")!r}}}
+c.JupyterHub.services.append({{"name": "tester", "api_token": {TESTER!r}}})
+c.JupyterHub.load_roles.append({{"name": "tester", "services": ["tester"],
+                                "scopes": ["admin:users", "tokens", "admin:servers", "access:servers"]}})
+""")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    log = (folder / "hub.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],
+                            cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        answering(f"{url}/services/grader/", proc, 120, lambda: (folder / "hub.log").read_text()[-3000:])
+        yield {"url": url, "folder": folder, "home": home, "service": service, "lines": lines}
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)  # the hub stops its service and the servers it spawned
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        log.close()
+
+
+def _token(hub: dict[str, Any], user: str, scopes: list[str] | None = None) -> str:
+    """A hub API token of `user` (made through the hub's API by the tester service), with these scopes."""
+    made = httpx.post(f"{hub['url']}/hub/api/users/{user}/tokens", headers={"Authorization": f"token {TESTER}"},
+                      json={"scopes": [ACCESS] if scopes is None else scopes, "note": "test"}, timeout=30)
+    assert made.status_code == 201, made.text
+    return str(made.json()["token"])
+
+
+def _api(hub: dict[str, Any], token: str, path: str, **kw: Any) -> httpx.Response:
+    method = "POST" if "content" in kw else "GET"
+    return httpx.request(method, f"{hub['url']}/services/grader{path}", headers={"Authorization": f"token {token}"},
+                         timeout=60, **kw)
+
+
+def _done(hub: dict[str, Any], token: str, job: str, seconds: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        state: dict[str, Any] = _api(hub, token, f"/api/submissions/{job}").json()
+        if state["status"] in ("done", "failed"):
+            return state
+        time.sleep(0.5)
+    raise AssertionError(f"{job} was not graded in {seconds} s")
+
+
+def test_hub_config_prints_the_service_its_roles_and_the_servers_address(hub: dict[str, Any]) -> None:
+    scope: dict[str, Any] = {}
+    exec("from traitlets.config import Config\nc = Config()\n" + hub["lines"], scope)
+    config = scope["c"]
+    (service,) = config.JupyterHub.services
+    assert service["name"] == "grader" and service["url"] == hub["service"]
+    assert service["command"][1:] == ["-m", "grader", "--course", str(hub["home"]), "serve", "--hub", "--out",
+                                      str(hub["folder"] / "served")]
+    roles = {role["name"]: role for role in config.JupyterHub.load_roles}
+    assert roles["grader-service"]["services"] == ["grader"]
+    assert set(roles["grader-service"]["scopes"]) == {"read:users", "read:groups"}
+    assert ACCESS in roles["user"]["scopes"] and "self" in roles["user"]["scopes"]
+    assert ACCESS in roles["server"]["scopes"]  # a user's server may submit for them
+    assert config.Spawner.environment == {"GRADER_SERVER": hub["service"] + "/services/grader"}
+    refused = subprocess.run([sys.executable, "-m", "grader", "--course", str(hub["home"]), "hub", "config", "--url",
+                              "http://127.0.0.1"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "with its port" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_students_hub_token_submits_through_the_proxy_and_nobody_else_reads_it(hub: dict[str, Any]) -> None:
+    ada, ben = _token(hub, "ada"), _token(hub, "ben")
+    taken = _api(hub, ada, f"/api/submissions?lesson={LESSON}", content=SAMPLE.read_bytes())
+    assert taken.status_code == 202, taken.text
+    job = taken.json()["id"]
+    assert _api(hub, ben, f"/api/submissions/{job}").status_code == 404  # as one that does not exist
+    assert _api(hub, ben, "/api/submissions").json() == {"submissions": []}
+    state = _done(hub, ada, job)
+    assert state["status"] == "done" and state["score"] is not None
+    recorded = json.loads((hub["folder"] / "served" / LESSON / "results" / "s001.json").read_text())
+    assert recorded["student"] == "s001"  # ada, by the roster's hub_user column
+    assert recorded["submitted_as"]["receipt"]["id"] == job
+
+
+def test_an_instructor_group_member_reads_the_queue_and_a_student_cannot(hub: dict[str, Any]) -> None:
+    queue = _api(hub, _token(hub, "prof"), "/api/queue")
+    assert queue.status_code == 200 and "counts" in queue.json()
+    refused = _api(hub, _token(hub, "cleo"), "/api/queue")  # cleo: a student, by the learners group
+    assert refused.status_code == 403 and refused.json() == {"error": "an instructor's token is needed"}
+    assert _api(hub, _token(hub, "cleo"), "/api/submissions").status_code == 200
+
+
+def test_whom_the_hub_vouches_for_but_the_course_does_not_know_is_told_so_in_one_line(hub: dict[str, Any]) -> None:
+    zed = _api(hub, _token(hub, "zed"), "/api/submissions")
+    assert zed.status_code == 401
+    assert zed.json()["error"] == "the hub user zed is not in this course: ask your instructor to add you to its roster"
+    narrow = _api(hub, _token(hub, "ada", ["read:users:name!user"]), "/api/submissions")
+    assert narrow.status_code == 401 and "access:services!service=grader" in narrow.json()["error"]
+    unknown = _api(hub, "not-a-hub-token", "/api/submissions")
+    assert unknown.status_code == 401 and unknown.json()["error"].startswith("the hub does not know this token")
+
+
+@pytest.mark.browser
+def test_in_chromium_a_student_signs_in_through_the_hub_and_submits_on_the_page(hub: dict[str, Any]) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    notebook = hub["folder"] / "ben.ipynb"
+    data = json.loads(SAMPLE.read_text())
+    data["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "Ben's own copy."})
+    notebook.write_text(json.dumps(data))
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(f"{hub['url']}/services/grader/")  # not signed in: the page sends the browser to the hub
+            page.wait_for_url("**/hub/login**")
+            page.fill("#username_input", "ben")
+            page.fill("#password_input", "hub-test-password")
+            page.click("#login_submit")
+            page.wait_for_url(f"{hub['url']}/services/grader/")
+            playwright.expect(page.locator("#who")).to_contain_text("ben")
+            assert page.locator("#token").count() == 0  # nothing to paste
+            page.set_input_files("#file", str(notebook))
+            page.select_option("#lesson", LESSON)
+            page.click("#send")
+            playwright.expect(page.locator("#f-score")).to_contain_text("Score:", timeout=120_000)
+            teacher = browser.new_page()
+            teacher.goto(f"{hub['url']}/services/grader/instructor")
+            teacher.wait_for_url("**/hub/login**")
+            teacher.fill("#username_input", "prof")
+            teacher.fill("#password_input", "hub-test-password")
+            teacher.click("#login_submit")
+            playwright.expect(teacher.locator("#recent")).to_contain_text("ben", timeout=30_000)
+        finally:
+            browser.close()
+
+
+def _run_cell(hub: dict[str, Any], token: str, notebook: str, code: str, seconds: float = 300) -> str:
+    """Run `code` in a kernel of ada's server, started for `notebook` as JupyterLab starts one (a session, so the
+    kernel knows its notebook); the text it printed. Jupyter's kernel protocol over the server's websocket."""
+    import asyncio
+    import uuid
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    headers = {"Authorization": f"token {token}"}
+    made = httpx.post(f"{hub['url']}/user/ada/api/sessions", headers=headers, timeout=60,
+                      json={"path": notebook, "type": "notebook", "name": notebook, "kernel": {"name": "python3"}})
+    assert made.status_code == 201, made.text
+    kernel = made.json()["kernel"]["id"]
+    ask = str(uuid.uuid4())
+
+    async def run() -> str:
+        ws_url = hub["url"].replace("http://", "ws://") + f"/user/ada/api/kernels/{kernel}/channels"
+        conn = await websocket_connect(HTTPRequest(ws_url, headers=headers, connect_timeout=30))
+        conn.write_message(json.dumps({
+            "header": {"msg_id": ask, "username": "ada", "session": str(uuid.uuid4()), "msg_type": "execute_request",
+                       "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        said, replied, idle = [], False, False
+        while not (replied and idle):
+            message = json.loads(await asyncio.wait_for(conn.read_message(), seconds))
+            if message.get("parent_header", {}).get("msg_id") != ask:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                said.append(content["text"])
+            elif kind == "error":
+                said.append("\n".join(content["traceback"]))
+            replied = replied or kind == "execute_reply"
+            idle = idle or (kind == "status" and content["execution_state"] == "idle")
+        conn.close()
+        return "".join(said)
+
+    return asyncio.run(run())
+
+
+def test_in_a_students_server_spawned_by_the_hub_grader_submit_needs_no_token(hub: dict[str, Any]) -> None:
+    tester = {"Authorization": f"token {TESTER}"}
+    started = httpx.post(f"{hub['url']}/hub/api/users/ada/server", headers=tester, timeout=60)
+    assert started.status_code in (201, 202), started.text
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            model = httpx.get(f"{hub['url']}/hub/api/users/ada", headers=tester, timeout=30).json()
+            if (model.get("servers") or {}).get("", {}).get("ready"):
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"ada's server did not start: {(hub['folder'] / 'hub.log').read_text()[-3000:]}")
+        data = json.loads(SAMPLE.read_text())
+        data["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "Handed in from the hub."})
+        cell = "import grader\nsent = grader.submit(wait=True)"
+        data["cells"].append({"cell_type": "code", "metadata": {}, "source": cell, "outputs": [],
+                              "execution_count": None})
+        (hub["folder"] / "home" / "ada" / "hw.ipynb").write_text(json.dumps(data))
+        said = _run_cell(hub, _token(hub, "ada", ["access:servers!user=ada"]), "hw.ipynb", cell)
+        assert "submitted: id " in said, said  # the receipt, with no token pasted anywhere
+        assert "score " in said and "measure:" in said, said  # then the feedback
+        assert "token" not in (hub["folder"] / "home" / "ada" / "hw.ipynb").read_text().lower()
+    finally:
+        httpx.delete(f"{hub['url']}/hub/api/users/ada/server", headers=tester, timeout=60)
