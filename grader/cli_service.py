@@ -42,14 +42,29 @@ from grader.cli_flags import FILE, Finite, echo, given_from, options_from, sandb
 @click.option("--no-zygote", is_flag=True, help="Start every kernel from scratch instead of forking it warm.")
 @click.option("--hub", is_flag=True, help="Run as a JupyterHub service (started by the hub: `grader hub config`): "
                                           "its users sign in through the hub, at its address and prefix.")
+@click.option("--courses", "courses_root", type=click.Path(file_okay=False, path_type=Path),
+              help="With --hub: serve every course folder under this one, each at /services/grader/<course>/ "
+                   "(its grades in OUT/<course>/); a folder added here is served within seconds.")
 @sandbox_options
 def serve_cmd(out_dir: Path, host: str, port: int, jobs: int | None, database: str | None, lease_s: float, min_free_mb: int,
               ssl_certfile: Path | None, ssl_keyfile: Path | None, scheduler: str | None, tls_dir: Path | None,
-              url: str | None, head_s: float, group: str | None, no_zygote: bool, hub: bool, **flags: Any) -> None:
+              url: str | None, head_s: float, group: str | None, no_zygote: bool, hub: bool, courses_root: Path | None,
+              **flags: Any) -> None:
     """Serve the course: students submit (web page, `grader submit`, `grader.submit()`) and get feedback as soon
     as it is graded, from a durable queue."""
+    import sys
+
     from grader.classroom import workers
     from grader.service import server
+
+    if courses_root is not None:
+        if not hub:
+            raise GraderError("--courses serves several courses as one JupyterHub service: add --hub")
+        from grader.service import front
+
+        front.serve(courses_root, out_dir, _for_each_course(sys.argv),
+                    ready=lambda url: echo(f"serving the courses under {courses_root} at {url}<course>/"))
+        return
 
     given = given_from(flags)
     options = options_from(zygote=not no_zygote, **flags)
@@ -174,6 +189,24 @@ def lti_roster_cmd(lesson_id: str, out_path: Path, memberships: str | None, issu
         echo(line)
 
 
+def _for_each_course(argv: list[str]) -> tuple[str, ...]:
+    """What `grader serve --hub --courses` was given that each course's server is given too (--jobs, the sandbox's
+    flags, ...): all but where the front itself is and what it serves."""
+    rest = argv[argv.index("serve") + 1:] if "serve" in argv else []
+    kept: list[str] = []
+    skip = False
+    for arg in rest:
+        name = arg.split("=", 1)[0]
+        if skip or name in ("--hub",):
+            skip = False
+            continue
+        if name in ("--courses", "--out", "--port", "--host", "--url"):
+            skip = "=" not in arg
+            continue
+        kept.append(arg)
+    return tuple(kept)
+
+
 @click.group("hub")
 def hub_group() -> None:
     """The grader as a JupyterHub service: what to add to jupyterhub_config.py."""
@@ -184,12 +217,17 @@ def hub_group() -> None:
                                            "(http://127.0.0.1:10101).")
 @click.option("--out", "out_dir", default="served", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="Where the service records grades.")
-def hub_config_cmd(url: str, out_dir: Path) -> None:
+@click.option("--courses", "courses_root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Serve every course folder under this one (each at /services/grader/<course>/) instead of one.")
+def hub_config_cmd(url: str, out_dir: Path, courses_root: Path | None) -> None:
     """Print the lines for jupyterhub_config.py that run this course's grader as a service of the hub: the
     service, the roles it and the hub's users need, and the address user servers submit to."""
     from grader.lesson import course
     from grader.service import hub
 
+    if courses_root is not None:
+        click.echo(hub.config_lines(None, url, out_dir, courses_root), nl=False)
+        return
     here = course.current()
     if here.root is None:
         raise GraderError("grader hub config needs the course folder: pass --course C (or set GRADER_COURSE)")

@@ -64,18 +64,21 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def _config(folder: Path, course: list[str], courses: list[str]) -> str:
+    """`grader [--course C] hub config [--courses ROOT]`'s lines for a service at a free loopback port."""
+    return subprocess.run([sys.executable, "-m", "grader", *course, "hub", "config", "--url",
+                           f"http://127.0.0.1:{_port()}", "--out", str(folder / "served"), *courses], check=True,
+                          capture_output=True, text=True, timeout=60).stdout
+
+
+@contextlib.contextmanager
+def _running(folder: Path, lines: str, groups: dict[str, list[str]], ready: str) -> Iterator[str]:
+    """A JupyterHub on loopback running `grader hub config`'s lines, until the block ends; yields its address."""
     pytest.importorskip("jupyterhub")
     proxy = _proxy()
     if proxy is None:
         pytest.skip("npm's configurable-http-proxy is not installed (`make test` installs it)")
-    folder = tmp_path_factory.mktemp("hub")
-    home = _course(folder)
-    port, service = _port(), f"http://127.0.0.1:{_port()}"
-    lines = subprocess.run([sys.executable, "-m", "grader", "--course", str(home), "hub", "config", "--url", service,
-                            "--out", str(folder / "served")], check=True, capture_output=True, text=True,
-                           timeout=60).stdout
+    port = _port()
     (folder / "jupyterhub_config.py").write_text(f"""c = get_config()  # noqa
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {port}
@@ -91,8 +94,7 @@ c.SimpleLocalProcessSpawner.home_dir_template = {str(folder / "home" / "{usernam
 c.Spawner.args = ["--allow-root"] if {os.geteuid() == 0} else []
 c.JupyterHub.db_url = "sqlite:///{folder / 'hub.sqlite'}"
 c.JupyterHub.cookie_secret_file = "{folder / 'cookie_secret'}"
-c.JupyterHub.load_groups = {{"teachers": {{"users": ["prof"]}}, "learners": {{"users": ["cleo"]}},
-                            "others": {{"users": ["ada", "ben", "zed"]}}}}
+c.JupyterHub.load_groups = {{name: {{"users": users}} for name, users in {groups!r}.items()}}
 {lines}
 c.JupyterHub.services[0]["command"] += ["--jobs", "1"]
 c.JupyterHub.services[0]["environment"] = {{"GRADER_CACHE": {os.environ.get("GRADER_CACHE", "")!r}}}
@@ -106,8 +108,8 @@ c.JupyterHub.load_roles.append({{"name": "tester", "services": ["tester"],
                             cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        answering(f"{url}/services/grader/", proc, 120, lambda: (folder / "hub.log").read_text()[-3000:])
-        yield {"url": url, "folder": folder, "home": home, "service": service, "lines": lines}
+        answering(url + ready, proc, 120, lambda: (folder / "hub.log").read_text()[-3000:])
+        yield url
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGTERM)  # the hub stops its service and the servers it spawned
@@ -119,6 +121,17 @@ c.JupyterHub.load_roles.append({{"name": "tester", "services": ["tester"],
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("hub")
+    home = _course(folder)
+    lines = _config(folder, ["--course", str(home)], [])
+    groups = {"teachers": ["prof"], "learners": ["cleo"], "others": ["ada", "ben", "zed"]}
+    with _running(folder, lines, groups, "/services/grader/") as url:
+        service = lines.split("'url': '", 1)[1].split("'", 1)[0]
+        yield {"url": url, "folder": folder, "home": home, "service": service, "lines": lines}
 
 
 def _token(hub: dict[str, Any], user: str, scopes: list[str] | None = None) -> str:
@@ -301,3 +314,107 @@ def test_in_a_students_server_spawned_by_the_hub_grader_submit_needs_no_token(hu
         assert "token" not in (hub["folder"] / "home" / "ada" / "hw.ipynb").read_text().lower()
     finally:
         httpx.delete(f"{hub['url']}/hub/api/users/ada/server", headers=tester, timeout=60)
+
+
+# -- several courses on one hub (`grader serve --hub --courses ROOT`) ---------------------------------------------
+
+ALPHA = ('name = "Alpha"\ntimezone = "UTC"\n[hub]\ninstructors = "teachers-a"\nstudents = "learners-a"\n'
+         f'[lessons.{LESSON}]\n')  # alpha sets the lesson; beta only serves it
+BETA = 'name = "Beta"\ntimezone = "UTC"\n[hub]\ninstructors = "teachers-b"\nstudents = "learners-b"\n'
+
+
+@pytest.fixture(scope="module")
+def courses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A hub whose grader serves every course folder under ROOT: alpha from the start, beta once a test adds it."""
+    folder = tmp_path_factory.mktemp("courses")
+    root = folder / "courses"
+    (root / "alpha").mkdir(parents=True)
+    (root / "alpha" / "course.toml").write_text(ALPHA)
+    (root / "not a course").mkdir()  # no course.toml, and a name no address holds: never served
+    lines = _config(folder, [], ["--courses", str(root)])
+    groups = {"teachers-a": ["prof"], "learners-a": ["ada"], "teachers-b": ["pat"], "learners-b": ["ada", "ben"],
+              "others": ["zed"]}
+    with _running(folder, lines, groups, "/services/grader/alpha/") as url:
+        yield {"url": url, "folder": folder, "root": root}
+
+
+def _beta(courses: dict[str, Any]) -> float:
+    """Add the course folder beta under ROOT (once); the seconds until its page answered through the hub."""
+    if "beta" in courses:
+        return float(courses["beta"])
+    (courses["root"] / "beta").mkdir()
+    (courses["root"] / "beta" / "course.toml").write_text(BETA)
+    began = time.monotonic()
+    deadline = began + 10.0  # the issue's promise: served within 10 s, with no restart of the hub or the service
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{courses['url']}/services/grader/beta/", timeout=2).status_code == 200:
+                courses["beta"] = time.monotonic() - began
+                return float(courses["beta"])
+        time.sleep(0.2)
+    raise AssertionError(f"beta was not served within 10 s: {(courses['folder'] / 'hub.log').read_text()[-2000:]}")
+
+
+def test_a_course_folder_added_under_courses_is_served_with_its_own_instructors(courses: dict[str, Any]) -> None:
+    _beta(courses)
+    base = f"{courses['url']}/services/grader"
+    pat, prof = _token(courses, "pat"), _token(courses, "prof")
+    assert _api(courses, pat, "/beta/api/queue").status_code == 200  # beta's instructors group
+    assert _api(courses, prof, "/alpha/api/queue").status_code == 200
+    told = _api(courses, pat, "/alpha/api/queue")
+    assert told.status_code == 401 and "the hub user pat is not in this course" in told.json()["error"]
+    assert _api(courses, prof, "/beta/api/queue").status_code == 401
+    assert httpx.get(f"{base}/not%20a%20course/", timeout=10).status_code == 404
+    assert not (courses["folder"] / "served" / "not a course").exists()
+
+
+def test_a_student_sees_only_their_courses_and_a_submission_finds_its_course(courses: dict[str, Any]) -> None:
+    _beta(courses)
+    ada, ben, zed = _token(courses, "ada"), _token(courses, "ben"), _token(courses, "zed")
+    mine = {who: [c["course"] for c in _api(courses, token, "/api/courses").json()["courses"]]
+            for who, token in (("ada", ada), ("ben", ben), ("zed", zed))}
+    assert mine == {"ada": ["alpha", "beta"], "ben": ["beta"], "zed": []}
+    # grader submit inside a user's server: GRADER_SERVER the service's address, the hub's token, no course named
+    env = dict(os.environ, GRADER_SERVER=f"{courses['url']}/services/grader", JUPYTERHUB_API_TOKEN=ben)
+    env.pop("GRADER_TOKEN", None)
+    said = subprocess.run([sys.executable, "-m", "grader", "submit", str(SAMPLE), "--lesson", LESSON, "--wait",
+                           "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert said.returncode == 0, said.stderr
+    sent = json.loads(said.stdout)
+    assert sent["feedback"]["status"] == "done"
+    assert _api(courses, ben, f"/beta/api/submissions/{sent['id']}").status_code == 200  # graded by ben's course
+    assert (courses["folder"] / "served" / "beta" / LESSON / "results" / "ben.json").is_file()
+    # ada is in both, and the lesson is alpha's (its course.toml sets it): hers goes there
+    taken = _api(courses, ada, f"/api/submissions?lesson={LESSON}", content=SAMPLE.read_bytes())
+    assert taken.status_code == 202, taken.text
+    assert _api(courses, ada, f"/alpha/api/submissions/{taken.json()['id']}").status_code == 200
+    assert _api(courses, ada, f"/beta/api/submissions/{taken.json()['id']}").status_code == 404
+    refused = _api(courses, zed, f"/api/submissions?lesson={LESSON}", content=SAMPLE.read_bytes())
+    assert refused.status_code == 401 and "no course served here" in refused.json()["error"]
+
+
+def _signed_in_page(url: str, user: str, path: str) -> httpx.Response:
+    """What a browser that signs in to the hub as `user` at `path` ends on (the hub's own login form, its cookies)."""
+    import html
+    import re
+
+    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+        form = browser.get(url + path)
+        action = html.unescape(re.search(r'action="([^"]+)"', form.text)[1])  # type: ignore[index]
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form.text)
+        return browser.post(url + action, data={"username": user, "password": "hub-test-password",
+                                                 "_xsrf": xsrf[1] if xsrf else ""})
+
+
+def test_the_front_page_lists_the_signed_in_users_courses_and_a_course_signs_in_its_own(
+        courses: dict[str, Any]) -> None:
+    _beta(courses)
+    ada = _signed_in_page(courses["url"], "ada", "/services/grader/")
+    assert ada.url.path == "/services/grader/" and ">Alpha</a>" in ada.text and ">Beta</a>" in ada.text
+    ben = _signed_in_page(courses["url"], "ben", "/services/grader/")
+    assert ">Beta</a>" in ben.text and "Alpha" not in ben.text
+    zed = _signed_in_page(courses["url"], "zed", "/services/grader/")
+    assert "You are in no course graded here." in zed.text
+    landed = _signed_in_page(courses["url"], "pat", "/services/grader/beta/hub/login")
+    assert 'data-role="instructor"' in landed.text and '"grader-instructor:beta"' in landed.text
+    assert 'location.replace("/services/grader/beta/instructor")' in landed.text

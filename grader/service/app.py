@@ -162,9 +162,12 @@ class _Handlers:
         due = {i: moment.isoformat() if (moment := here.policy(i).due) else "" for i in self.s.lessons}
         named = here.name or "the course"  # never the course's folder: the page is public
         names = {i: " ".join(sorted(handout.needed_names(catalog.get(i)))) for i in self.s.lessons}  # the handouts'
+        place = self.s.hub.place if self.s.hub is not None else None  # several courses: a sign-in each
+        slots = {role: place.slot(role) if place else f"grader-{'token' if role == 'student' else role}"
+                 for role in ("student", "instructor")}
         html = render.environment().get_template(template).render(lessons=lessons, course=named, due=due,
                                                                   zone=here.timezone, names=names,
-                                                                  hub=self.s.hub is not None)
+                                                                  hub=self.s.hub is not None, slots=slots)
         return HTMLResponse(html, headers=dict(HEADERS, **{"Content-Security-Policy": PAGE_CSP}))
 
     async def session(self, request: Request) -> Response:
@@ -184,7 +187,11 @@ class _Handlers:
 
     @requires("student", status_code=401)
     async def lessons(self, request: Request) -> Response:
-        return _json({"lessons": [{"id": i, "title": catalog.get(i).title} for i in self.s.lessons]})
+        """The course's name and lessons (`declared`: named in its course.toml, so set for this course)."""
+        here = course.current()
+        declared = dict(here.policies)
+        return _json({"course": here.name, "lessons": [{"id": i, "title": catalog.get(i).title,
+                                                        "declared": i in declared} for i in self.s.lessons]})
 
     # -- submitting -------------------------------------------------------------------------------------------
     @requires("student", status_code=401)

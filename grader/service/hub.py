@@ -16,6 +16,7 @@ config` grants). Anyone else signed in to the hub is told so in one line. Nothin
 
 from __future__ import annotations
 
+import functools
 import hmac
 import os
 import secrets
@@ -46,11 +47,23 @@ MEMBERS_S = 10.0
 
 @dataclass(frozen=True)
 class Place:
-    """Where the hub put this service: its path prefix (/services/grader/) and the address to listen on."""
+    """Where the hub put this server: its path prefix (/services/grader/, or /services/grader/<course>/ for one of
+    several courses), the address to listen on, and the course's folder name among several ("" alone)."""
 
     prefix: str
     host: str
     port: int | None
+    course: str = ""
+
+    @property
+    def root(self) -> str:
+        """The service's own prefix (/services/grader/): the hub's OAuth callback and its state cookie are there."""
+        return self.prefix[: -len(self.course) - 1] if self.course else self.prefix
+
+    def slot(self, role: str) -> str:
+        """The browser's session storage a page of this course keeps its sign-in in (one per course and role)."""
+        base = "grader-instructor" if role == "instructor" else "grader-token"
+        return f"{base}:{self.course}" if self.course else base
 
     @classmethod
     def from_environment(cls) -> Place:
@@ -61,7 +74,7 @@ class Place:
                               "JUPYTERHUB_API_URL, ...): start it from jupyterhub_config.py (`grader hub config`)")
         prefix = "/" + os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{SERVICE}/").strip("/") + "/"
         url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
-        return cls(prefix, url.hostname or "127.0.0.1", url.port)
+        return cls(prefix, url.hostname or "127.0.0.1", url.port, os.environ.get("GRADER_HUB_COURSE", ""))
 
 
 class Hub:
@@ -69,13 +82,9 @@ class Hub:
     instructor; `person` says who a hub user is in this course."""
 
     def __init__(self, book: Book, place: Place) -> None:
-        try:
-            from jupyterhub.services.auth import HubOAuth
-        except ImportError:
-            raise GraderError("--hub needs jupyterhub's service library: pip install '.[hub]'") from None
         self.book = book
         self.place = place
-        self.auth = HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=60)
+        self.auth = oauth()
         self.members: dict[str, tuple[float, frozenset[str]]] = {}
         self.rows: tuple[float, dict[str, class_list.Member]] = (0.0, {})
 
@@ -141,29 +150,17 @@ class Hub:
         return [Route("/hub/login", self.login), Route("/oauth_callback", self.callback)]
 
     async def login(self, request: Request) -> Response:
-        """Send the browser to the hub to sign in, the state kept in a cookie of this service's path."""
-        from starlette.responses import RedirectResponse
-
-        state = secrets.token_urlsafe(24)
-        response = RedirectResponse(f"{self.auth.login_url}&{urlencode({'state': state})}", 302)
-        response.set_cookie(STATE_COOKIE, state, max_age=600, path=self.place.prefix, httponly=True,
-                            samesite="lax", secure=request.url.scheme == "https")
-        return response
+        return to_hub(request, self.place)
 
     async def callback(self, request: Request) -> Response:
         """The hub's answer: the state checked against this browser's cookie, the code taken for a token, the
-        user looked up in the course, and a session of this service opened."""
+        user looked up in the course, and a session of this course opened."""
         from grader.service.lti import pages
 
-        state = request.cookies.get(STATE_COOKIE, "")
-        given = request.query_params.get("state", "")
-        if not state or not hmac.compare_digest(state.encode(), given.encode()):
+        token = await code_taken(request)
+        if token is None:
             return pages.page("Sign-in refused", "hub-refused", 403, why="this sign-in was not started in this "
                               "browser (or it took over 10 minutes): open the grader again")
-        code = request.query_params.get("code", "")
-        if not code:
-            return pages.page("Sign-in refused", "hub-refused", 403, why="the hub sent no code: open the grader again")
-        token = await self.auth.token_for_code(code, sync=False)
         model = await self.auth.user_for_token(token, use_cache=False, sync=False) or {}
         user = str(model.get("name") or "")
         person = await self.person(user)
@@ -172,28 +169,77 @@ class Hub:
                               "who is not in this course: ask your instructor to add you to its roster")
         instructor = person.role == "instructor"
         response = pages.page("Signed in", "launched", 200, student=person.who, name=person.name or person.who,
-                              role=person.role,
-                              slot="grader-instructor" if instructor else "grader-token",
-                              token=self.book.session(person),
-                              target="./instructor" if instructor else "./")
-        response.delete_cookie(STATE_COOKIE, path=self.place.prefix)
+                              role=person.role, slot=self.place.slot(person.role), token=self.book.session(person),
+                              target=self.place.prefix + ("instructor" if instructor else ""))
+        response.delete_cookie(STATE_COOKIE, path=self.place.root)
         return response
 
 
-def config_lines(course_root: Path, url: str, out: Path) -> str:
-    """The lines for jupyterhub_config.py that run this course's grader as a managed service of the hub."""
+@functools.cache
+def oauth() -> Any:
+    """The hub's OAuth client for this service (jupyterhub's HubOAuth, from the environment the hub gave)."""
+    try:
+        from jupyterhub.services.auth import HubOAuth
+    except ImportError:
+        raise GraderError("--hub needs jupyterhub's service library: pip install '.[hub]'") from None
+    return HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=60)
+
+
+def to_hub(request: Request, place: Place) -> Response:
+    """Send the browser to the hub to sign in; the state, and the course the sign-in began at, kept in a cookie of
+    the service's path, where the hub's one callback is."""
+    from starlette.responses import RedirectResponse
+
+    state = secrets.token_urlsafe(24)
+    response = RedirectResponse(f"{oauth().login_url}&{urlencode({'state': state})}", 302)
+    response.set_cookie(STATE_COOKIE, f"{state}.{place.course}", max_age=600, path=place.root, httponly=True,
+                        samesite="lax", secure=request.url.scheme == "https")
+    return response
+
+
+def began_at(request: Request) -> str:
+    """The course a sign-in began at, as its state cookie says ("" for one course alone, or the front page)."""
+    return request.cookies.get(STATE_COOKIE, "").partition(".")[2]
+
+
+async def code_taken(request: Request) -> str | None:
+    """The hub token the hub's answer gives, once its state is this browser's own (None: not, or no code)."""
+    state = request.cookies.get(STATE_COOKIE, "").partition(".")[0]
+    given = request.query_params.get("state", "")
+    code = request.query_params.get("code", "")
+    if not state or not code or not hmac.compare_digest(state.encode(), given.encode()):
+        return None
+    return str(await oauth().token_for_code(code, sync=False))
+
+
+def stops_with_parent() -> None:
+    """A hub's service (or a course server of the front) is told to stop (SIGTERM: its running jobs handed back)
+    when the process that started it ends, however it ends: the hub's next start starts it again."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def config_lines(course_root: Path | None, url: str, out: Path, courses: Path | None = None) -> str:
+    """The lines for jupyterhub_config.py that run the grader as a managed service of the hub: for one course
+    (`course_root`), or for every course folder under `courses`."""
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.port is None:
         raise GraderError(f"--url {url!r}: give the address the service listens on, with its port "
                           "(http://127.0.0.1:10101)")
-    command = [sys.executable, "-m", "grader", "--course", str(course_root.absolute()), "serve", "--hub",
-               "--out", str(out.absolute())]
+    chosen = ["--course", str(course_root.absolute())] if courses is None and course_root is not None else []
+    several = ["--courses", str(courses.absolute())] if courses is not None else []
+    command = [sys.executable, "-m", "grader", *chosen, "serve", "--hub", *several, "--out", str(out.absolute())]
     scope = f"access:services!service={SERVICE}"
     service = {"name": SERVICE, "url": url, "command": command, "oauth_no_confirm": True}
     roles = [{"name": "grader-service", "services": [SERVICE], "scopes": ["read:users", "read:groups"]},
              {"name": "user", "scopes": ["self", scope]},
              {"name": "server", "scopes": ["users:activity!user", "access:servers!server", scope]}]
-    said = f"# the course {course_root.absolute()} graded by `{' '.join(shlex.quote(c) for c in command)}`\n"
+    what = (f"the courses under {courses.absolute()}" if courses is not None else
+            f"the course {course_root.absolute() if course_root else ''}")
+    said = f"# {what} graded by `{' '.join(shlex.quote(c) for c in command)}`\n"
     return (said + f"c.JupyterHub.services = [{service!r}]\n"
             f"c.JupyterHub.load_roles = {roles!r}\n"
             f"c.Spawner.environment = {{'GRADER_SERVER': {url.rstrip('/') + PREFIX!r}}}\n")

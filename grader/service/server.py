@@ -7,6 +7,22 @@ so a server killed at any moment loses nothing accepted: on restart the jobs
 it held come back when their leases run out. The output folder holds one
 batch folder per lesson (`OUT/<lesson>/`): `review`, `similarity`, the
 exports and portfolios read it as they read a batch's.
+
+The front door's limits (below), which uvicorn leaves to a reverse proxy: how long a client may take over a request's
+head and body, how many connections are held at once, and the open files they need.
+
+A client that opens a connection and sends its head a byte at a time (a slow
+"slowloris" client) holds an open file for as long as it likes under plain
+uvicorn: no timeout runs before the first request's head is complete, and a
+thousand such connections use every open file the process may have, so an
+honest request cannot even be accepted. Here each connection has HEAD_S to send
+a complete head (and again after each response, on a kept-alive connection)
+and BODY_S to send its body; past them it is closed. When more connections are
+open than the course needs (`limits`: four per student, at least 256, never
+more than the open files allow), the connection that has waited longest
+without sending a head is closed to make room: a burst of idle connections
+never locks out a request. Raising the soft open-file limit to the hard one
+comes first.
 """
 
 from __future__ import annotations
@@ -15,10 +31,12 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+import resource
 import shutil
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +47,7 @@ from grader.base.options import Options
 from grader.classroom import workers
 from grader.lesson import catalog, course
 from grader.lesson.draw import Given
-from grader.service import dispatch, guard, hub
+from grader.service import dispatch, hub
 from grader.service.app import Served, app
 from grader.service.jobs import Queue
 from grader.service.lti.services import Outbox
@@ -39,6 +57,15 @@ log = logging.getLogger(__name__)
 """The server's log (`grader serve` sets where it goes: stderr, one line a record)."""
 
 QUEUE_FILE = "queue.sqlite"
+
+HEAD_S = 10.0
+"""Seconds a client has to send a request's head (the request line and its headers)."""
+BODY_S = 150.0
+"""Seconds a request's body may take to arrive once its head has (an upload's own limit is shorter: upload.py)."""
+RESERVE_FILES = 128
+"""Open files kept for the server's own use (its queue, its logs, the files it serves) beside its connections."""
+KEEP_ALIVE_S = 5
+"""Seconds an idle kept-alive connection stays open between requests."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +89,7 @@ class Config:
     url: str | None = None
     """The address the LMS and students reach the server at (https://...): LTI's redirect and links are built
     from it, never from a request's Host header; None: this server's own address."""
-    head_timeout_s: float = guard.HEAD_S
+    head_timeout_s: float = HEAD_S
     group: str | None = None
     """A group that may read the output folder (0750); None: its owner only (0700)."""
     hub: bool = False
@@ -76,16 +103,6 @@ def _watch(grading: Any, server: Any) -> None:
         log.error(f"the grading side stopped (exit code {grading.exitcode}); stopping. Accepted "
               "submissions are kept in the queue: start the server again to grade them.")
         server.should_exit = True
-
-
-def _stops_with_parent() -> None:
-    """A hub's service is told to stop (SIGTERM: its running jobs handed back) when the hub that started it ends,
-    however it ends: the hub's next start starts it again on the same port."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def database(config: Config) -> str:
@@ -118,7 +135,7 @@ def serve(config: Config, ready: Any = None) -> None:
         raise GraderError("this course has no lessons to serve")
     place = hub.Place.from_environment() if config.hub else None
     if place is not None:  # a service of the hub: where it expects it, and gone when the hub is
-        _stops_with_parent()
+        hub.stops_with_parent()
         if place.port is not None:
             config = dataclasses.replace(config, host=place.host, port=place.port)
     said = logging.StreamHandler(sys.stderr)  # the service's log, one line a record, inherited by what it forks
@@ -141,8 +158,8 @@ def serve(config: Config, ready: Any = None) -> None:
                                                           name="grader-supervisor")
     grading.start()
     book = Book(held=records.Held(records.Database(where, "queue")))  # sessions every server sees
-    held = guard.limits(len(book.known), config.head_timeout_s)
-    guard.quiet_floods()
+    held = limits(len(book.known), config.head_timeout_s)
+    quiet_floods()
     sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((config.host, config.port))
@@ -154,8 +171,8 @@ def serve(config: Config, ready: Any = None) -> None:
                     public_url=(config.url or url).rstrip("/") + "/", hub=hub.Hub(book, place) if place else None)
     server = uvicorn.Server(uvicorn.Config(app(served), log_level="warning", lifespan="off",
                                            ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile,
-                                           timeout_graceful_shutdown=5, http=guard.protocol(held),
-                                           timeout_keep_alive=guard.KEEP_ALIVE_S))
+                                           timeout_graceful_shutdown=5, http=protocol(held),
+                                           timeout_keep_alive=KEEP_ALIVE_S))
     if ready is not None:
         ready(url)
     threading.Thread(target=_watch, args=(grading, server), daemon=True).start()
@@ -166,3 +183,120 @@ def serve(config: Config, ready: Any = None) -> None:
         grading.join(5)
         Queue(where).release(name)  # a clean stop hands its running jobs back now, uncounted
         served.queue.close()
+
+
+# -- the front door's limits ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Limits:
+    head_s: float = HEAD_S
+    body_s: float = BODY_S
+    connections: int = 256
+
+
+def limits(students: int, head_s: float = HEAD_S) -> Limits:
+    """The limits for a course of this many students: four connections each, at least 256, within the open files
+    this process may hold (raised to the hard limit first)."""
+    allowed = open_files()
+    wanted = max(256, 4 * students + 64)
+    return Limits(head_s, max(head_s, BODY_S), max(16, min(wanted, allowed - RESERVE_FILES)))
+
+
+def open_files() -> int:
+    """The open files this process may hold, the soft limit raised to the hard one (at most 65,536)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(hard if hard != resource.RLIM_INFINITY else 65536, 65536)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft if soft != resource.RLIM_INFINITY else 65536
+
+
+class OncePerMinute(logging.Filter):
+    """asyncio logs a traceback for every accept that finds no open file left (and pauses accepting for a second):
+    under a flood of connections, thousands a minute, enough to fill a log or a pipe nobody reads. One a minute is
+    kept, with how many were left out."""
+
+    MESSAGE = "socket.accept() out of system resource"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last, self.left_out = -60.0, 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(self.MESSAGE):
+            return True
+        now = time.monotonic()
+        if now - self.last < 60:
+            self.left_out += 1
+            return False
+        record.msg = (f"{self.MESSAGE}: no open file left for a new connection; accepting again in a second "
+                      f"({self.left_out} more such lines left out in the last minute)")
+        record.args, record.exc_info, record.exc_text = (), None, None
+        self.last, self.left_out = now, 0
+        return True
+
+
+def quiet_floods() -> None:
+    """Keep asyncio's log of a connection flood to a line a minute (OncePerMinute)."""
+    logger = logging.getLogger("asyncio")
+    if not any(isinstance(f, OncePerMinute) for f in logger.filters):
+        logger.addFilter(OncePerMinute())
+
+
+def protocol(held: Limits) -> type[Any]:
+    """uvicorn's HTTP/1.1 protocol (h11) with these limits: pass it as uvicorn.Config(http=...)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        limits = held
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.idle_since = self.loop.time()
+            self.seen: tuple[Any, float] = (None, self.idle_since)
+            self.tick = self.loop.call_later(min(self.limits.head_s, self.limits.body_s), self.look)
+            self.make_room()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.tick.cancel()
+            super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self.idle_since = self.loop.time()  # the next request's head has its own HEAD_S
+
+        def waiting_for_head(self) -> bool:
+            return self.cycle is None or bool(self.cycle.response_complete)
+
+        def look(self) -> None:
+            """Close the connection if its head or its body is late; else look again later."""
+            now = self.loop.time()
+            if self.cycle is not self.seen[0]:
+                self.seen = (self.cycle, now)
+            if self.waiting_for_head():
+                late = now - self.idle_since >= self.limits.head_s
+            else:
+                late = bool(self.cycle.more_body) and now - self.seen[1] >= self.limits.body_s
+            if late:
+                self.transport.close()
+                return
+            self.tick = self.loop.call_later(min(self.limits.head_s, self.limits.body_s), self.look)
+
+        def make_room(self) -> None:
+            """Over the limit, the connections idle longest (no head under way) are closed; this one, if none is."""
+            excess = len(self.connections) - self.limits.connections
+            if excess <= 0:
+                return
+            idle = sorted((c for c in self.connections if c is not self and isinstance(c, Guarded)
+                           and c.waiting_for_head()), key=lambda c: c.idle_since)
+            for other in idle[:excess]:
+                other.transport.close()
+                self.connections.discard(other)
+            if len(idle) < excess:
+                self.transport.close()
+
+    return Guarded
