@@ -78,6 +78,17 @@ def _running(folder: Path, lines: str, groups: dict[str, list[str]], ready: str)
     proxy = _proxy()
     if proxy is None:
         pytest.skip("npm's configurable-http-proxy is not installed (`make test` installs it)")
+    url = _configured(folder, lines, groups, proxy)
+    proc = _hub(folder)
+    try:
+        answering(url + ready, proc, 120, lambda: (folder / "hub.log").read_text()[-3000:])
+        yield url
+    finally:
+        _stop_hub(proc)
+
+
+def _configured(folder: Path, lines: str, groups: dict[str, list[str]], proxy: str) -> str:
+    """jupyterhub_config.py written into `folder` (the hub on free loopback ports); the hub's address."""
     port = _port()
     (folder / "jupyterhub_config.py").write_text(f"""c = get_config()  # noqa
 c.JupyterHub.ip = "127.0.0.1"
@@ -102,25 +113,26 @@ c.JupyterHub.services.append({{"name": "tester", "api_token": {TESTER!r}}})
 c.JupyterHub.load_roles.append({{"name": "tester", "services": ["tester"],
                                 "scopes": ["admin:users", "tokens", "admin:servers", "access:servers"]}})
 """)
+    return f"http://127.0.0.1:{port}"
+
+
+def _hub(folder: Path) -> subprocess.Popen[bytes]:
+    """The hub of `folder`'s configuration started (its log appended to hub.log), in a session of its own."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-    log = (folder / "hub.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],
-                            cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        answering(url + ready, proc, 120, lambda: (folder / "hub.log").read_text()[-3000:])
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)  # the hub stops its service and the servers it spawned
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            pass
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        log.close()
+    with (folder / "hub.log").open("a") as log:
+        return subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],
+                                cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop_hub(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, so that the hub stops its service and the servers it spawned; then its whole session killed."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(30)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -418,3 +430,51 @@ def test_the_front_page_lists_the_signed_in_users_courses_and_a_course_signs_in_
     landed = _signed_in_page(courses["url"], "pat", "/services/grader/beta/hub/login")
     assert 'data-role="instructor"' in landed.text and '"grader-instructor:beta"' in landed.text
     assert 'location.replace("/services/grader/beta/instructor")' in landed.text
+
+
+def _service_pids(home: Path) -> set[int]:
+    """The processes of the grader service the hub started for the course `home` (found by their command line)."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            line = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"grader" in line and b"--hub" in line and str(home).encode() in line:
+                found.add(int(pid))
+    return found
+
+
+def test_the_service_ends_with_the_hub_and_the_hubs_next_start_starts_it_again(tmp_path: Path) -> None:
+    """The hub killed outright (no chance to stop its services): the grader stops too, freeing its port, and the
+    hub's next start starts it again there, with the queue and the grades as they were."""
+    pytest.importorskip("jupyterhub")
+    proxy = _proxy()
+    if proxy is None:
+        pytest.skip("npm's configurable-http-proxy is not installed (`make test` installs it)")
+    home = _course(tmp_path)
+    url = _configured(tmp_path, _config(tmp_path, ["--course", str(home)], []), {"others": ["ben"]}, proxy)
+    said = lambda: (tmp_path / "hub.log").read_text()[-3000:]  # noqa: E731
+    first = _hub(tmp_path)
+    second = None
+    try:
+        answering(f"{url}/services/grader/", first, 120, said)
+        ben = _token({"url": url}, "ben")
+        taken = _api({"url": url}, ben, f"/api/submissions?lesson={LESSON}", content=SAMPLE.read_bytes())
+        assert taken.status_code == 202, taken.text
+        service = _service_pids(home)
+        assert service, said()
+        first.kill()  # SIGKILL to the hub alone
+        first.wait(10)
+        deadline = time.monotonic() + 30
+        while service & _service_pids(home) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not service & _service_pids(home)  # the service ended with the hub that started it
+        second = _hub(tmp_path)
+        answering(f"{url}/services/grader/", second, 120, said)
+        assert not service & _service_pids(home) and _service_pids(home)  # a new service, on the same port
+        mine = _api({"url": url}, ben, "/api/submissions").json()["submissions"]
+        assert taken.json()["id"] in [s["id"] for s in mine]  # nothing accepted was lost
+    finally:
+        if second is not None:
+            _stop_hub(second)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)  # what the killed hub left (its proxy, if the second did not end it)
