@@ -226,7 +226,12 @@ def test_the_services_pages_and_the_lti_pages_pass_axe_signed_out_and_signed_in(
     chromium = _chromium()
     url = str(service.base_url)
     lti = render.environment().get_template("lti.html.j2")
+    from grader.service import front
+
     rendered = {"LTI refusal": lti.render(title="Refused", page="refused", why="this launch's context is not bound"),
+                "hub refusal": lti.render(title="Not in this course", page="hub-refused",
+                                          why="you are signed in to the hub as zed, who is not in this course"),
+                "hub courses": front.page("/services/grader/", {"alpha": "Alpha <1>", "beta": ""}),
                 "LTI lesson chooser": lti.render(title="Link a lesson", page="choose", link="x", lessons=[
                     {"id": LESSON, "title": "Batching and caching", "points": 6}])}
     problems: list[str] = []

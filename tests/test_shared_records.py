@@ -116,3 +116,15 @@ def test_a_folder_graded_into_sqlite_is_not_served_from_postgresql(tmp_path: Pat
     with pytest.raises(GraderError, match="keeps its grades in SQLite files .*serve into another --out"):
         keep_in(folder, "postgresql://grader@127.0.0.1:1/course")
     assert not folder.gradebook_address.exists()
+
+
+def test_every_row_is_read_back_oldest_first_across_pages(where: str) -> None:
+    """More rows than one page of reading: each read once, in the order they were graded (ties: as added)."""
+    with Gradebook(where) as book:
+        for i in range(250):  # graded at minutes 249, 248, ... 0, and two at minute 7
+            book.add(_row(f"s{i:03d}", float(i), f"2026-12-01T{(249 - i) // 60:02d}:{(249 - i) % 60:02d}:00"), f"d{i}")
+        book.add(_row("late", 1.0, "2026-12-01T00:07:00"), "dx")
+        students = [r["student"] for r in book.rows(LESSON)]
+    expected = [f"s{i:03d}" for i in range(249, -1, -1)]
+    expected.insert(expected.index("s242") + 1, "late")  # minute 7 is s242's; the later row follows it
+    assert students == expected

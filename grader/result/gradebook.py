@@ -22,6 +22,8 @@ from grader.result.record import INTERNAL_ERROR, SCHEMA, GradeResult, dumps, rea
 
 WRITING = 0x67726b62  # "grkb": the advisory lock a gradebook's writers take on PostgreSQL
 _ROW = "status, score, max_score, graded_at, result_json"
+PAGE = 100
+"""Results read back at once (about 3 MB of capacity results)."""
 
 
 class Gradebook:
@@ -125,17 +127,19 @@ class Gradebook:
 
     def rows(self, lesson: str | None = None) -> Iterator[dict[str, Any]]:
         """Every stored result, oldest first."""
-        # Sort the row ids only, then read each result: sorting the results themselves made SQLite hold every
-        # one of them at once (a class of 1,000 capacity results is about 30 MB of JSON).
+        # Sort the row ids only, then read the results a page at a time: sorting the results themselves made SQLite
+        # hold every one of them at once (a class of 1,000 capacity results is about 30 MB of JSON), and a query
+        # per row cost PostgreSQL a round trip each.
         order = self.db.order
         query = f"SELECT {order} FROM grades" + (" WHERE lesson=?" if lesson else "") + f" ORDER BY graded_at, {order}"
         with self.db.transaction() as db:
             ids = [rowid for (rowid,) in db.all(query, (lesson,) if lesson else ())]
-        for rowid in ids:
+        for start in range(0, len(ids), PAGE):
+            page = ids[start:start + PAGE]
             with self.db.transaction() as db:
-                row = db.one(f"SELECT result_json FROM grades WHERE {order}=?", (rowid,))
-            if row is not None:
-                yield json.loads(row[0])
+                found = dict(db.all(f"SELECT {order}, result_json FROM grades WHERE {order} IN "
+                                    f"({', '.join('?' * len(page))})", tuple(page)))
+            yield from (json.loads(found[rowid]) for rowid in page if rowid in found)
 
     def results(self, lesson: str | None = None) -> Iterator[GradeResult]:
         """Every stored result as the typed record (the file edge: readers take these, never the JSON)."""

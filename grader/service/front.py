@@ -239,11 +239,20 @@ class Front:
         if not token:
             return RedirectResponse(f"{self.place.prefix}hub/login", 302)
         courses = await self._in(f"token {token}")
-        items = "".join(f'<li><a href="{html.escape(self.place.prefix + name)}/">{html.escape(seen.title)}</a></li>'
-                        for name, seen in sorted(courses.items())) or "<li>You are in no course graded here.</li>"
-        return HTMLResponse(f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Your courses</title>'
-                            f'</head><body><main><h1>Your courses</h1><ul>{items}</ul></main></body></html>',
-                            headers={"Cache-Control": "no-store", "Content-Security-Policy": "default-src 'none'"})
+        return HTMLResponse(page(self.place.prefix, {name: seen.title for name, seen in courses.items()}),
+                            headers={"Cache-Control": "no-store",
+                                     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})
+
+
+def page(prefix: str, titles: dict[str, str]) -> str:
+    """The front page: the courses a hub user is in (folder name -> the course's name), each a link to its page;
+    every name escaped."""
+    items = "".join(f'<li><a href="{html.escape(prefix + name)}/">{html.escape(title or name)}</a></li>'
+                    for name, title in sorted(titles.items())) or "<li>You are in no course graded here.</li>"
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+            'content="width=device-width, initial-scale=1"><title>Your courses</title><style>body { font: 16px/1.5 '
+            'system-ui, sans-serif; margin: 2em; color: #1d2330; } a { color: #0b4f9c; }</style></head><body><main>'
+            f'<h1>Your courses</h1><ul>{items}</ul></main></body></html>')
 
 
 async def _body(request: Request) -> bytes | None:
