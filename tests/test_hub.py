@@ -401,6 +401,12 @@ def test_a_student_sees_only_their_courses_and_a_submission_finds_its_course(cou
     assert taken.status_code == 202, taken.text
     assert _api(courses, ada, f"/alpha/api/submissions/{taken.json()['id']}").status_code == 200
     assert _api(courses, ada, f"/beta/api/submissions/{taken.json()['id']}").status_code == 404
+    # one sent to beta by its own address: followed through the front too (alpha asked first, then beta)
+    direct = _api(courses, ada, f"/beta/api/submissions?lesson={LESSON}", content=SAMPLE.read_bytes())
+    assert direct.status_code == 202, direct.text
+    followed = _api(courses, ada, f"/api/submissions/{direct.json()['id']}")
+    assert followed.status_code == 200 and followed.json()["id"] == direct.json()["id"]
+    assert _api(courses, ben, f"/api/submissions/{direct.json()['id']}").status_code == 404  # not ben's
     refused = _api(courses, zed, f"/api/submissions?lesson={LESSON}", content=SAMPLE.read_bytes())
     assert refused.status_code == 401 and "no course served here" in refused.json()["error"]
 

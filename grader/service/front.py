@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,9 +138,8 @@ class Front:
         import httpx
         from starlette.responses import Response
 
-        body = await _body(request)
-        if body is None:
-            return _said(413, "the request is too large")
+        # a body streams through as it arrives (the course's own upload limits count it and stop it); a read has none
+        body = _streamed(request) if request.method in ("POST", "PUT", "PATCH") else None
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP]
         url = f"http://127.0.0.1:{course.port}{path}" + (f"?{request.url.query}" if request.url.query else "")
         try:
@@ -147,6 +147,10 @@ class Front:
                 answer = await http.request(request.method, url, content=body, headers=headers)
         except httpx.ConnectError:
             return _said(503, f"the course {course.name} is starting: try again in a few seconds")
+        except TooLarge:
+            return _said(413, "the request is too large")
+        except httpx.HTTPError as err:
+            return _said(502, f"the course {course.name} did not answer ({type(err).__name__}): try again")
         response = Response(answer.content, answer.status_code)
         response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.multi_items()
                                 if k.lower() not in HOP] + [(b"content-length", str(len(answer.content)).encode())]
@@ -255,13 +259,18 @@ def page(prefix: str, titles: dict[str, str]) -> str:
             f'<h1>Your courses</h1><ul>{items}</ul></main></body></html>')
 
 
-async def _body(request: Request) -> bytes | None:
-    got = bytearray()
+class TooLarge(Exception):
+    """A request body past MAX_BODY: stopped as it arrives."""
+
+
+async def _streamed(request: Request) -> AsyncIterator[bytes]:
+    """The request's body as it arrives, stopped past MAX_BODY."""
+    sent = 0
     async for chunk in request.stream():
-        got += chunk
-        if len(got) > MAX_BODY:
-            return None
-    return bytes(got)
+        sent += len(chunk)
+        if sent > MAX_BODY:
+            raise TooLarge
+        yield chunk
 
 
 def _json(data: Any, status: int = 200) -> Any:
