@@ -213,13 +213,21 @@ async def code_taken(request: Request) -> str | None:
 
 
 def stops_with_parent() -> None:
-    """A hub's service (or a course server of the front) is told to stop (SIGTERM: its running jobs handed back)
-    when the process that started it ends, however it ends: the hub's next start starts it again."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
+    """A managed service (started by the hub) or a course server (started by the front) is told to stop (SIGTERM:
+    its running jobs handed back) when the process that started it ends, however it ends: the hub's next start
+    starts it again. An external service, started by a person or a service manager, is left alone."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return
+    if not any(part.endswith(b"jupyterhub") for part in parent) and b"--courses" not in parent:
+        return
+    import ctypes
+    import signal
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def config_lines(course_root: Path | None, url: str, out: Path, courses: Path | None = None) -> str:
