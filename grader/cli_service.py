@@ -60,6 +60,9 @@ def serve_cmd(out_dir: Path, host: str, port: int, jobs: int | None, database: s
     if courses_root is not None:
         if not hub:
             raise GraderError("--courses serves several courses as one JupyterHub service: add --hub")
+        if database or ssl_certfile or scheduler:  # one address for all would mix their queues and sessions
+            raise GraderError("--courses gives each course its own queue and sessions, and serves them behind the "
+                              "hub's proxy: --database, --ssl-certfile and --scheduler go with one course each")
         from grader.service import front
 
         front.serve(courses_root, out_dir, _for_each_course(sys.argv),
@@ -118,7 +121,7 @@ def submit_cmd(submission: Path, server: str, token: str | None, lesson_id: str,
     """Submit a notebook (or .py) to the course's server; prints the receipt."""
     from grader import client
 
-    token = token or client.stored_token()
+    token = token or client.stored_token(server)
     if not token:
         raise GraderError(f"no token: put the one your instructor gave you in {client.token_file()} (or set "
                           "GRADER_TOKEN), or pass --token (inside a JupyterHub server, the hub's token is used)")

@@ -48,15 +48,23 @@ def token_file() -> Path:
     return Path(named).expanduser() if named else host.config_root() / "token"
 
 
-def stored_token() -> str:
-    """The token of GRADER_TOKEN, else of the token file, else (inside a JupyterHub user's server) the hub's token
-    of that server, JUPYTERHUB_API_TOKEN, which a course served as a hub service takes ("" when none is set)."""
+def stored_token(server: str = "") -> str:
+    """The token of GRADER_TOKEN, else of the token file, else (inside a JupyterHub user's server, sending to the
+    grader the hub named in GRADER_SERVER) the hub's token of that server, JUPYTERHUB_API_TOKEN ("" when none)."""
     if os.environ.get("GRADER_TOKEN"):
         return os.environ["GRADER_TOKEN"].strip()
     try:
         return files.read_regular(token_file(), 4096).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
-        return os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()
+        return hub_token(server)
+
+
+def hub_token(server: str) -> str:
+    """JUPYTERHUB_API_TOKEN, for the grader the hub set up for this user's server and for no other: the hub's token
+    opens the user's own server, so it goes only to the address GRADER_SERVER names ("" for any other)."""
+    token = os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()
+    named = os.environ.get("GRADER_SERVER", "").strip().rstrip("/")
+    return token if token and named and server.strip().rstrip("/") == named else ""
 
 
 def authorization(token: str) -> str:
@@ -203,7 +211,7 @@ def from_notebook(path: str | Path | None, server: str | None, token: str | None
         print(f"save first: {notebook.name} on disk does not hold the cells you just ran; nothing was submitted")
         return None
     server = server or os.environ.get("GRADER_SERVER", "")
-    token = token or stored_token()
+    token = token or stored_token(server)
     lesson = lesson or _lesson_of(notebook)
     missing = [what for what, value in (("server", server), ("token", token), ("lesson", lesson)) if not value]
     if missing:

@@ -140,7 +140,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     folder = tmp_path_factory.mktemp("hub")
     home = _course(folder)
     lines = _config(folder, ["--course", str(home)], [])
-    groups = {"teachers": ["prof"], "learners": ["cleo"], "others": ["ada", "ben", "zed"]}
+    groups = {"teachers": ["prof"], "learners": ["cleo"], "others": ["ada", "ben", "zed", "s001"]}
     with _running(folder, lines, groups, "/services/grader/") as url:
         service = lines.split("'url': '", 1)[1].split("'", 1)[0]
         yield {"url": url, "folder": folder, "home": home, "service": service, "lines": lines}
@@ -183,7 +183,9 @@ def test_hub_config_prints_the_service_its_roles_and_the_servers_address(hub: di
     assert set(roles["grader-service"]["scopes"]) == {"read:users", "read:groups"}
     assert ACCESS in roles["user"]["scopes"] and "self" in roles["user"]["scopes"]
     assert ACCESS in roles["server"]["scopes"]  # a user's server may submit for them
-    assert config.Spawner.environment == {"GRADER_SERVER": hub["service"] + "/services/grader"}
+    # added to what the hub's configuration gives user servers already, never replacing it
+    assert config.Spawner.environment.get_value({"LANG": "C"}) == {"LANG": "C",
+                                                                   "GRADER_SERVER": hub["service"] + "/services/grader"}
     refused = subprocess.run([sys.executable, "-m", "grader", "--course", str(hub["home"]), "hub", "config", "--url",
                               "http://127.0.0.1"], capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "with its port" in refused.stderr and "Traceback" not in refused.stderr
@@ -219,6 +221,13 @@ def test_whom_the_hub_vouches_for_but_the_course_does_not_know_is_told_so_in_one
     assert narrow.status_code == 401 and "access:services!service=grader" in narrow.json()["error"]
     unknown = _api(hub, "not-a-hub-token", "/api/submissions")
     assert unknown.status_code == 401 and unknown.json()["error"].startswith("the hub does not know this token")
+    # the roster gives the id s001 to hub user ada: a hub user named s001 is not s001 (nor anyone here)
+    taken = _api(hub, _token(hub, "s001"), "/api/submissions")
+    assert taken.status_code == 401 and "the hub user s001 is not in this course" in taken.json()["error"]
+    # a sign-in's answer with a code the hub never gave: one line, not a server error
+    junk = httpx.get(f"{hub['url']}/services/grader/oauth_callback", params={"state": "abc", "code": "junk"},
+                     cookies={"grader-hub-state": "abc."}, timeout=30)
+    assert junk.status_code == 403 and "could not be completed" in junk.text
 
 
 @pytest.mark.browser
@@ -484,3 +493,40 @@ def test_the_service_ends_with_the_hub_and_the_hubs_next_start_starts_it_again(t
             _stop_hub(second)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(first.pid, signal.SIGKILL)  # what the killed hub left (its proxy, if the second did not end it)
+
+
+def test_the_hubs_token_goes_only_to_the_grader_the_hub_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JUPYTERHUB_API_TOKEN opens the user's own server: `grader submit` and grader.submit() send it to the address
+    GRADER_SERVER names (the hub's configuration sets it) and to no other."""
+    from grader import client
+
+    monkeypatch.delenv("GRADER_TOKEN", raising=False)
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "hub-secret")
+    monkeypatch.setenv("GRADER_SERVER", "http://127.0.0.1:10101/services/grader")
+    assert not client.token_file().exists()
+    assert client.stored_token("http://127.0.0.1:10101/services/grader/") == "hub-secret"
+    assert client.stored_token("http://grader.example.org/services/grader") == ""
+    assert client.stored_token("") == ""
+    assert client.authorization("hub-secret") == "token hub-secret"
+    assert client.authorization("gs_abc") == "Bearer gs_abc"
+
+
+def test_a_roster_that_gives_one_hub_user_to_two_students_is_refused_in_one_line(tmp_path: Path) -> None:
+    from grader.base.errors import GraderError
+    from grader.service.hub import Roster
+
+    fine = Roster.read(_write(tmp_path / "fine.csv", "student,hub_user\ns001,Ada\ns002,\nben,\n"))
+    assert sorted(fine.by_hub_user) == ["ada", "ben", "s002"] and fine.claimed == frozenset({"s001"})
+    with pytest.raises(GraderError, match="gives the hub user 'ben' to two students \\(s003, ben\\)"):
+        Roster.read(_write(tmp_path / "twice.csv", "student,hub_user\ns003,ben\nben,\n"))
+
+
+def test_several_courses_refuse_one_database_for_all(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    said = CliRunner().invoke(cli.main, ["serve", "--hub", "--courses", str(tmp_path), "--database",
+                                         "postgresql://grader@127.0.0.1:1/courses"])
+    assert said.exit_code != 0 and "go with one course each" in said.output and "Traceback" not in said.output
+

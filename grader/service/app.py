@@ -179,8 +179,11 @@ class _Handlers:
         if not request.user.is_authenticated:  # a POST: only the header signs it (tokens.Tokens)
             return _refused(401, "no valid token: use the one your instructor gave you")
         person = tokens.person(request)
+        header = request.headers.get("authorization", "")
+        if header[:7].lower() != "bearer ":  # a hub's token: the page signs in through the hub (hub/login)
+            return _refused(400, "a page signs in with a grader token, or through the hub's own sign-in")
         response = _json({"who": person.who, "name": person.name, "role": person.role})
-        token = request.headers["authorization"][7:].strip()
+        token = header[7:].strip()
         response.set_cookie(tokens.COOKIE, token, httponly=True, samesite="strict", path=_path(request),
                             secure=request.url.scheme == "https")
         return response

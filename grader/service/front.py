@@ -93,17 +93,32 @@ class Front:
 
     # -- the course servers -------------------------------------------------------------------------------------
     def watch(self, stop: threading.Event) -> None:
-        """Start a server for every course folder, now and whenever one is added; again for one that stopped."""
+        """Start a server for every course folder, now and whenever one is added; again for one that stopped. A
+        folder that cannot be read, or a server that cannot be started, is said in the log and tried again; the
+        watch itself never stops before the front does (its servers stop with it)."""
         while not stop.is_set():
-            for folder in sorted(self.root.iterdir()) if self.root.is_dir() else ():
-                if NAME.fullmatch(folder.name) and not folder.is_symlink() and (folder / "course.toml").is_file():
-                    course = self.courses.setdefault(folder.name, Course(folder.name, folder))
-                    if course.proc is None or (course.proc.poll() is not None and time.monotonic() - course.started > 5):
-                        self._start(course)
+            try:
+                folders = sorted(self.root.iterdir())
+            except OSError as err:
+                log.warning(f"the courses under {self.root} cannot be listed ({err})")
+                folders = []
+            for folder in folders:
+                try:
+                    self._keep(folder)
+                except OSError as err:
+                    log.warning(f"the course {folder.name[:64]!r} is not served ({err})")
             stop.wait(SCAN_S)
-        for course in self.courses.values():
+        for course in list(self.courses.values()):
             if course.proc is not None and course.proc.poll() is None:
                 course.proc.terminate()
+
+    def _keep(self, folder: Path) -> None:
+        if not NAME.fullmatch(folder.name) or folder.is_symlink() or not (folder / "course.toml").is_file():
+            return
+        course = self.courses.get(folder.name) or Course(folder.name, folder)
+        if course.proc is None or (course.proc.poll() is not None and time.monotonic() - course.started > 5):
+            self._start(course)
+        self.courses = {**self.courses, folder.name: course}  # a new dict: the routes read it as it is
 
     def _start(self, course: Course) -> None:
         with socket.socket() as probe:
@@ -111,7 +126,7 @@ class Front:
             course.port = probe.getsockname()[1]
         prefix = f"{self.place.prefix}{course.name}/"
         env = dict(os.environ, JUPYTERHUB_SERVICE_PREFIX=prefix, GRADER_HUB_COURSE=course.name,
-                   JUPYTERHUB_SERVICE_URL=f"http://127.0.0.1:{course.port}")
+                   JUPYTERHUB_SERVICE_URL=f"http://127.0.0.1:{course.port}", GRADER_HUB_PARENT=str(os.getpid()))
         command = [sys.executable, "-m", "grader", "--course", str(course.folder), "serve", "--hub", "--out",
                    str(self.out / course.name), *self.args]
         course.proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
@@ -140,7 +155,9 @@ class Front:
 
         # a body streams through as it arrives (the course's own upload limits count it and stop it); a read has none
         body = _streamed(request) if request.method in ("POST", "PUT", "PATCH") else None
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP]
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP and not
+                   k.lower().startswith("x-forwarded-")]
+        headers.append(("x-forwarded-for", request.client.host if request.client else ""))  # as uvicorn saw it
         url = f"http://127.0.0.1:{course.port}{path}" + (f"?{request.url.query}" if request.url.query else "")
         try:
             async with httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=5.0)) as http:
@@ -165,6 +182,9 @@ class Front:
         kept = self.members.get(key)
         if kept is not None and time.monotonic() - kept[0] < MEMBER_S:
             return kept[1]
+        if len(self.members) > 10_000:  # what has run out is let go
+            now = time.monotonic()
+            self.members = {k: v for k, v in self.members.items() if now - v[0] < MEMBER_S}
         try:
             async with httpx.AsyncClient(timeout=30) as http:
                 answer = await http.get(f"http://127.0.0.1:{course.port}{self.place.prefix}{course.name}/api/lessons",
@@ -178,6 +198,8 @@ class Front:
         return found
 
     async def _in(self, authorization: str) -> dict[str, Lessons]:
+        if authorization[:6].lower() not in ("token ", "bearer") or len(authorization) > 600:
+            return {}
         running = [c for c in self.courses.values() if c.proc is not None and c.proc.poll() is None]
         found = await asyncio.gather(*(self.lessons_of(authorization, c) for c in running))
         return {c.name: lessons for c, lessons in zip(running, found, strict=True) if lessons is not None}
@@ -228,7 +250,7 @@ class Front:
             return await self._pass(request, course, f"{self.place.prefix}{course.name}/oauth_callback")
         token = await hub.code_taken(request)
         if token is None:
-            return _said(403, "this sign-in was not started in this browser: open the grader again")
+            return _said(403, hub.NOT_COMPLETED)
         response = RedirectResponse(self.place.prefix, 302)
         response.set_cookie(COOKIE, token, max_age=3600, path=self.place.prefix, httponly=True, samesite="lax",
                             secure=request.url.scheme == "https")
@@ -240,8 +262,14 @@ class Front:
         from starlette.responses import HTMLResponse, RedirectResponse
 
         token = request.cookies.get(COOKIE, "")
-        if not token:
-            return RedirectResponse(f"{self.place.prefix}hub/login", 302)
+        try:  # a sign-in the hub no longer knows (expired, revoked, another person's) signs in again
+            known = bool(token) and bool(await hub.oauth().user_for_token(token, sync=False))
+        except hub.HUB_ERRORS as err:
+            return _said(503, f"the hub could not be asked who you are ({type(err).__name__}): try again in a minute")
+        if not known:
+            again = RedirectResponse(f"{self.place.prefix}hub/login", 302)
+            again.delete_cookie(COOKIE, path=self.place.prefix)
+            return again
         courses = await self._in(f"token {token}")
         return HTMLResponse(page(self.place.prefix, {name: seen.title for name, seen in courses.items()}),
                             headers={"Cache-Control": "no-store",
@@ -302,8 +330,13 @@ def serve(root: Path, out: Path, args: tuple[str, ...], ready: Any = None) -> No
     watching = threading.Thread(target=front.watch, args=(stop,), name="grader-courses", daemon=True)
     watching.start()
     app = Starlette(routes=[Mount(place.prefix.rstrip("/"), routes=front.routes())])
+    from grader.service import server as single  # the front door's limits, as one course's server has them
+
+    single.quiet_floods()
     server = uvicorn.Server(uvicorn.Config(app, host=place.host, port=place.port or 8000, log_level="warning",
-                                           lifespan="off", timeout_graceful_shutdown=5))
+                                           lifespan="off", timeout_graceful_shutdown=5,
+                                           http=single.protocol(single.limits(0)),
+                                           timeout_keep_alive=single.KEEP_ALIVE_S))
     if ready is not None:
         ready(f"http://{place.host}:{place.port}{place.prefix}")
     try:

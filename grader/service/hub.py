@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import logging
 import os
 import secrets
 import shlex
@@ -28,6 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlparse
 
+import httpx
+from tornado.web import HTTPError as HubAnswered
+
 from grader.base.errors import GraderError
 from grader.intake import roster as class_list
 from grader.lesson import course
@@ -37,10 +41,18 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+log = logging.getLogger(__name__)
+
+HUB_ERRORS = (HubAnswered, httpx.HTTPError, ValueError, KeyError, OSError, GraderError)
+"""What asking the hub may raise (jupyterhub's client raises tornado's HTTPError for the hub's own refusals and
+for a hub it cannot reach), each said in one line rather than as a 500."""
+
 SERVICE = "grader"
 """The service's name on the hub: its address is /services/grader/."""
 PREFIX = f"/services/{SERVICE}"
 STATE_COOKIE = "grader-hub-state"
+NOT_COMPLETED = ("this sign-in could not be completed (it was not started in this browser, took over 10 minutes, or "
+                 "the hub refused it): open the grader again")
 MEMBERS_S = 10.0
 """How long a group's members are kept before the hub is asked again (a member added shows within this long)."""
 
@@ -86,60 +98,83 @@ class Hub:
         self.place = place
         self.auth = oauth()
         self.members: dict[str, tuple[float, frozenset[str]]] = {}
-        self.rows: tuple[float, dict[str, class_list.Member]] = (0.0, {})
+        self.rows: tuple[float, Roster | str] = (-MEMBERS_S, Roster({}, frozenset()))
 
     # -- who a token or a hub user is -------------------------------------------------------------------------
-    async def identity(self, token: str) -> Identity | str:
-        """Whom a hub token names in this course, or why nobody (one line: not the hub's, without access to this
-        service, or a hub user who is not in this course)."""
-        model = await self.auth.user_for_token(token, sync=False) if token and len(token) <= 512 else None
-        if not model or model.get("kind", "user") != "user":
-            return "the hub does not know this token (send `Authorization: token` with a hub token of a user)"
-        if not self.auth.check_scopes(self.auth.access_scopes, model):
-            return f"this hub token may not reach the grader (it needs the scope access:services!service={SERVICE})"
-        user = str(model.get("name") or "")
-        return await self.person(user) or f"the hub user {user} is not in this course: ask your instructor to add " \
-            "you to its roster"
+    async def identity(self, token: str) -> Identity | Refused:
+        """Whom a hub token names in this course, or why nobody, in one line: not the hub's, without access to
+        this service, a hub user who is not in this course, or a hub that cannot be asked."""
+        try:
+            model = await self.auth.user_for_token(token, sync=False) if token and len(token) <= 512 else None
+            if not model or model.get("kind", "user") != "user":
+                return Refused("the hub does not know this token (send `Authorization: token` with a hub token of a "
+                               "user)", unknown=True)
+            if not self.auth.check_scopes(self.auth.access_scopes, model):
+                return Refused("this hub token may not reach the grader (it needs the scope "
+                               f"access:services!service={SERVICE})", unknown=True)
+            user = str(model.get("name") or "")
+            return await self.person(user) or Refused(f"the hub user {user} is not in this course: ask your "
+                                                      "instructor to add you to its roster")
+        except HUB_ERRORS as err:
+            log.warning(f"the hub could not be asked who a token is ({_said(err)})")
+            return Refused(f"the hub could not be asked who you are ({_said(err)}): try again in a minute")
 
     async def person(self, user: str) -> Identity | None:
-        """Who the hub user `user` is in this course (None: signed in to the hub, but not in this course)."""
+        """Who the hub user `user` is in this course (None: signed in to the hub, but not in this course); hub
+        names are compared as JupyterHub keeps them, case folded. A student's id that the roster gives to another
+        hub user is never taken by a hub user of that name."""
         if not user:
             return None
         policy = course.current().hub
-        if policy.instructors and user in await self._members(policy.instructors):
+        name = user.casefold()
+        if policy.instructors and name in await self._members(policy.instructors):
             return Identity(user, user, "instructor")
-        found = self._roster().get(user)
+        roster = self._roster()
+        found = roster.by_hub_user.get(name)
         if found is not None:
             return Identity(found.student, found.name or user, "student")
+        if name in roster.claimed:
+            return None
         known = self.book.member(user)
         if known is not None and known.role == "student":
             return known
-        if policy.students and user in await self._members(policy.students):
+        if policy.students and name in await self._members(policy.students):
             return Identity(user, user, "student")
         return None
 
-    def _roster(self) -> dict[str, class_list.Member]:
-        """The `[hub] roster`'s students by hub user (their `hub_user`, else their id), read again every 10 s."""
-        at, rows = self.rows
-        roster = course.current().hub.roster
-        if roster is None or time.monotonic() - at < MEMBERS_S:
-            return rows
-        read = class_list.read(roster)
-        self.rows = (time.monotonic(), {m.hub_user or m.student: m for m in read.members})
-        return self.rows[1]
+    def _roster(self) -> Roster:
+        """The `[hub] roster`, read again every MEMBERS_S (a roster that cannot be read is said, in one line, until
+        it is mended)."""
+        at, kept = self.rows
+        path = course.current().hub.roster
+        if path is None:
+            return Roster({}, frozenset())
+        if time.monotonic() - at >= MEMBERS_S:
+            try:
+                kept = Roster.read(path)
+            except GraderError as err:
+                kept = str(err)
+            self.rows = (time.monotonic(), kept)
+        if isinstance(kept, str):
+            raise GraderError(kept)
+        return kept
 
     async def _members(self, group: str) -> frozenset[str]:
-        """A hub group's members, asked of the hub with the service's own token (kept MEMBERS_S)."""
+        """A hub group's members (case folded), asked of the hub with the service's own token (kept MEMBERS_S)."""
         kept = self.members.get(group)
         if kept is not None and time.monotonic() - kept[0] < MEMBERS_S:
             return kept[1]
-        import httpx
-
         async with httpx.AsyncClient(timeout=10) as http:
             answer = await http.get(f"{self.auth.api_url.rstrip('/')}/groups/{quote(group, safe='')}",
                                     headers={"Authorization": f"token {self.auth.api_token}"})
-        model = answer.json() if answer.status_code == 200 else {}
-        users = frozenset(str(u) for u in model.get("users") or ())
+        if answer.status_code == 404:  # no such group on the hub (yet): nobody is in it
+            log.warning(f"the hub has no group {group!r} (course.toml's [hub]): nobody is in it")
+            users: frozenset[str] = frozenset()
+        elif answer.status_code != 200:
+            raise GraderError(f"the hub answered {answer.status_code} for the group {group!r} (the service needs the "
+                              "scope read:groups: `grader hub config`)")
+        else:
+            users = frozenset(str(u).casefold() for u in answer.json().get("users") or ())
         self.members[group] = (time.monotonic(), users)
         return users
 
@@ -159,11 +194,14 @@ class Hub:
 
         token = await code_taken(request)
         if token is None:
-            return pages.page("Sign-in refused", "hub-refused", 403, why="this sign-in was not started in this "
-                              "browser (or it took over 10 minutes): open the grader again")
-        model = await self.auth.user_for_token(token, use_cache=False, sync=False) or {}
-        user = str(model.get("name") or "")
-        person = await self.person(user)
+            return pages.page("Sign-in refused", "hub-refused", 403, why=NOT_COMPLETED)
+        try:
+            model = await self.auth.user_for_token(token, use_cache=False, sync=False) or {}
+            user = str(model.get("name") or "")
+            person = await self.person(user)
+        except HUB_ERRORS as err:
+            return pages.page("Sign-in failed", "hub-refused", 503, why=f"the hub could not be asked who you are "
+                              f"({_said(err)}): try again in a minute")
         if person is None:
             return pages.page("Not in this course", "hub-refused", 403, why=f"you are signed in to the hub as {user}, "
                               "who is not in this course: ask your instructor to add you to its roster")
@@ -203,13 +241,54 @@ def began_at(request: Request) -> str:
 
 
 async def code_taken(request: Request) -> str | None:
-    """The hub token the hub's answer gives, once its state is this browser's own (None: not, or no code)."""
+    """The hub token the hub's answer gives, once its state is this browser's own (None: not its own, no code, or
+    a code the hub refused)."""
     state = request.cookies.get(STATE_COOKIE, "").partition(".")[0]
     given = request.query_params.get("state", "")
     code = request.query_params.get("code", "")
     if not state or not code or not hmac.compare_digest(state.encode(), given.encode()):
         return None
-    return str(await oauth().token_for_code(code, sync=False))
+    try:
+        return str(await oauth().token_for_code(code, sync=False))
+    except HUB_ERRORS as err:
+        log.info(f"a sign-in's code was refused by the hub ({_said(err)})")
+        return None
+
+
+def _said(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(getattr(err, 'log_message', None) or err)[:160]}"
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Why a hub token is nobody here, in one line; `unknown`: the token itself is not good (an address that sends
+    many is slowed), not a known user who is not in this course."""
+
+    why: str
+    unknown: bool = False
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The `[hub] roster`: its students by hub user (case folded), and the ids whose row names another hub user."""
+
+    by_hub_user: dict[str, class_list.Member]
+    claimed: frozenset[str]
+
+    @classmethod
+    def read(cls, path: Path) -> Roster:
+        """Read, or refused in one line where two rows name one hub user."""
+        by_hub_user: dict[str, class_list.Member] = {}
+        members = class_list.read(path).members
+        for member in members:
+            key = (member.hub_user or member.student).casefold()
+            if key in by_hub_user:
+                raise GraderError(f"the roster {path} gives the hub user {key!r} to two students "
+                                  f"({by_hub_user[key].student}, {member.student})")
+            by_hub_user[key] = member
+        claimed = frozenset(m.student.casefold() for m in members if m.hub_user and m.hub_user.casefold() !=
+                            m.student.casefold())
+        return cls(by_hub_user, claimed)
 
 
 def stops_with_parent() -> None:
@@ -228,6 +307,9 @@ def stops_with_parent() -> None:
     import signal
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    expected = os.environ.get("GRADER_HUB_PARENT", "")
+    if expected.isdigit() and os.getppid() != int(expected):  # the front ended before this could be said
+        raise SystemExit("grader serve: the front that started this course has ended")
 
 
 def config_lines(course_root: Path | None, url: str, out: Path, courses: Path | None = None) -> str:
@@ -250,4 +332,4 @@ def config_lines(course_root: Path | None, url: str, out: Path, courses: Path | 
     said = f"# {what} graded by `{' '.join(shlex.quote(c) for c in command)}`\n"
     return (said + f"c.JupyterHub.services = [{service!r}]\n"
             f"c.JupyterHub.load_roles = {roles!r}\n"
-            f"c.Spawner.environment = {{'GRADER_SERVER': {url.rstrip('/') + PREFIX!r}}}\n")
+            f"c.Spawner.environment.update({{'GRADER_SERVER': {url.rstrip('/') + PREFIX!r}}})\n")

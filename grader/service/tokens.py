@@ -231,9 +231,10 @@ class Tokens(AuthenticationBackend):
         header = conn.headers.get("authorization", "")
         if self.hub is not None and header[:6].lower() == "token ":  # a hub token: the hub says whose it is
             person = await self.hub.identity(header[6:].strip())
-            if isinstance(person, str):  # why nobody: said in the 401
-                conn.scope["grader.why"] = person
-                await self._slowed(conn.client.host if conn.client else "")
+            if not isinstance(person, Identity):  # why nobody: said in the 401
+                conn.scope["grader.why"] = person.why
+                if person.unknown:  # a bad token; a hub user who is simply not in this course is not slowed
+                    await self._slowed(conn.client.host if conn.client else "")
                 return None
             return AuthCredentials(scopes(person)), Member(person)
         token = header[7:].strip() if header[:7].lower() == "bearer " else ""
@@ -249,6 +250,8 @@ class Tokens(AuthenticationBackend):
 
     async def _slowed(self, address: str) -> None:
         now = time.monotonic()
+        if len(self.bad) > 10_000:  # addresses gone quiet a minute ago are forgotten
+            self.bad = defaultdict(list, {a: ts for a, ts in self.bad.items() if ts and now - ts[-1] < 60})
         recent = [t for t in self.bad[address] if now - t < 60][-50:] + [now]
         self.bad[address] = recent
         if len(recent) > 5:
