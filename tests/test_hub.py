@@ -386,6 +386,12 @@ def test_a_course_folder_added_under_courses_is_served_with_its_own_instructors(
     assert told.status_code == 401 and "the hub user pat is not in this course" in told.json()["error"]
     assert _api(courses, prof, "/beta/api/queue").status_code == 401
     assert httpx.get(f"{base}/not%20a%20course/", timeout=10).status_code == 404
+    import stat
+    import tempfile
+
+    # each course answers on a Unix socket in the front's own folder, not on a loopback port another user could take
+    sockets = list(Path(tempfile.gettempdir()).glob("grader-courses-*/beta.sock"))
+    assert sockets and all(stat.S_ISSOCK(s.stat().st_mode) and s.parent.stat().st_mode & 0o077 == 0 for s in sockets)
     assert not (courses["folder"] / "served" / "not a course").exists()
 
 

@@ -26,7 +26,7 @@ import json
 import logging
 import os
 import re
-import socket
+import shutil
 import subprocess
 import sys
 import threading
@@ -65,7 +65,8 @@ class Course:
 
     name: str
     folder: Path
-    port: int = 0
+    socket: Path = Path()
+    """The Unix socket its server answers on, in the front's own 0700 folder."""
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
 
@@ -88,6 +89,8 @@ class Front:
     place: hub.Place
     args: tuple[str, ...] = ()
     """What `grader serve` was given beside --hub/--courses/--out (--jobs, the sandbox's flags), for each course."""
+    sockets: Path = Path()
+    """A 0700 folder of the front's own, where each course's server answers on a Unix socket."""
     courses: dict[str, Course] = field(default_factory=dict)
     members: dict[tuple[str, str], tuple[float, Lessons | None]] = field(default_factory=dict)
 
@@ -121,12 +124,10 @@ class Front:
         self.courses = {**self.courses, folder.name: course}  # a new dict: the routes read it as it is
 
     def _start(self, course: Course) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            course.port = probe.getsockname()[1]
+        course.socket = self.sockets / f"{course.name}.sock"
         prefix = f"{self.place.prefix}{course.name}/"
         env = dict(os.environ, JUPYTERHUB_SERVICE_PREFIX=prefix, GRADER_HUB_COURSE=course.name,
-                   JUPYTERHUB_SERVICE_URL=f"http://127.0.0.1:{course.port}", GRADER_HUB_PARENT=str(os.getpid()))
+                   GRADER_HUB_SOCKET=str(course.socket), GRADER_HUB_PARENT=str(os.getpid()))
         command = [sys.executable, "-m", "grader", "--course", str(course.folder), "serve", "--hub", "--out",
                    str(self.out / course.name), *self.args]
         course.proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
@@ -158,11 +159,11 @@ class Front:
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP and not
                    k.lower().startswith("x-forwarded-")]
         headers.append(("x-forwarded-for", request.client.host if request.client else ""))  # as uvicorn saw it
-        url = f"http://127.0.0.1:{course.port}{path}" + (f"?{request.url.query}" if request.url.query else "")
+        url = f"http://{course.name}{path}" + (f"?{request.url.query}" if request.url.query else "")
         try:
-            async with httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=5.0)) as http:
+            async with _client(course, httpx.Timeout(300.0, connect=5.0)) as http:
                 answer = await http.request(request.method, url, content=body, headers=headers)
-        except httpx.ConnectError:
+        except (httpx.ConnectError, FileNotFoundError):
             return _said(503, f"the course {course.name} is starting: try again in a few seconds")
         except TooLarge:
             return _said(413, "the request is too large")
@@ -186,10 +187,10 @@ class Front:
             now = time.monotonic()
             self.members = {k: v for k, v in self.members.items() if now - v[0] < MEMBER_S}
         try:
-            async with httpx.AsyncClient(timeout=30) as http:
-                answer = await http.get(f"http://127.0.0.1:{course.port}{self.place.prefix}{course.name}/api/lessons",
+            async with _client(course, httpx.Timeout(30.0)) as http:
+                answer = await http.get(f"http://{course.name}{self.place.prefix}{course.name}/api/lessons",
                                         headers={"Authorization": authorization})
-        except httpx.HTTPError:
+        except (httpx.HTTPError, OSError):
             return None  # a course still starting is not counted
         said = answer.json() if answer.status_code == 200 else None
         found = Lessons(str(said.get("course") or course.name), tuple(str(x["id"]) for x in said["lessons"]),
@@ -276,6 +277,13 @@ class Front:
                                      "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})
 
 
+def _client(course: Course, timeout: Any) -> Any:
+    """An HTTP client that reaches the course's server on its Unix socket."""
+    import httpx
+
+    return httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(course.socket)), timeout=timeout)
+
+
 def page(prefix: str, titles: dict[str, str]) -> str:
     """The front page: the courses a hub user is in (folder name -> the course's name), each a link to its page;
     every name escaped."""
@@ -325,7 +333,9 @@ def serve(root: Path, out: Path, args: tuple[str, ...], ready: Any = None) -> No
     said.setFormatter(logging.Formatter("grader serve: %(message)s"))
     log.handlers[:] = [said]
     log.setLevel(logging.INFO)
-    front = Front(root.absolute(), out.absolute(), place, args)
+    import tempfile
+
+    front = Front(root.absolute(), out.absolute(), place, args, Path(tempfile.mkdtemp(prefix="grader-courses-")))
     stop = threading.Event()
     watching = threading.Thread(target=front.watch, args=(stop,), name="grader-courses", daemon=True)
     watching.start()
@@ -344,3 +354,4 @@ def serve(root: Path, out: Path, args: tuple[str, ...], ready: Any = None) -> No
     finally:
         stop.set()
         watching.join(10)
+        shutil.rmtree(front.sockets, ignore_errors=True)

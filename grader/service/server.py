@@ -27,6 +27,7 @@ comes first.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import multiprocessing
@@ -105,6 +106,26 @@ def _watch(grading: Any, server: Any) -> None:
         server.should_exit = True
 
 
+def _listening(config: Config, place: hub.Place | None) -> tuple[socket.socket, str]:
+    """The socket HTTP is answered on, and its address: the host and port, or, for a course the hub's front serves
+    (GRADER_HUB_SOCKET), a Unix socket in the front's own 0700 folder, which no other user of the machine can
+    reach or take over as they could a loopback port."""
+    unix = os.environ.get("GRADER_HUB_SOCKET", "") if place is not None else ""
+    if unix:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(unix)  # a course server's earlier socket, left by its death
+        sock.bind(unix)
+        sock.listen(512)
+        return sock, f"http+unix://{unix}{place.prefix if place else '/'}"
+    sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((config.host, config.port))
+    sock.listen(512)
+    scheme = "https" if config.ssl_certfile else "http"
+    return sock, f"{scheme}://{config.host}:{sock.getsockname()[1]}{place.prefix if place else '/'}"
+
+
 def database(config: Config) -> str:
     """Where the queue lives: the URL given, else the course's private folder."""
     return config.database or str(course.private_folder() / QUEUE_FILE)
@@ -160,12 +181,7 @@ def serve(config: Config, ready: Any = None) -> None:
     book = Book(held=records.Held(records.Database(where, "queue")))  # sessions every server sees
     held = limits(len(book.known), config.head_timeout_s)
     quiet_floods()
-    sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((config.host, config.port))
-    sock.listen(512)
-    scheme = "https" if config.ssl_certfile else "http"
-    url = f"{scheme}://{config.host}:{sock.getsockname()[1]}{place.prefix if place else '/'}"
+    sock, url = _listening(config, place)
     served = Served(queue=Queue(where), book=book, out=config.out, lessons=lessons, jobs=config.jobs,
                     min_free=config.min_free_mb * 1024**2, outbox=Outbox(where),
                     public_url=(config.url or url).rstrip("/") + "/", hub=hub.Hub(book, place) if place else None)
