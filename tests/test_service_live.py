@@ -446,8 +446,14 @@ def test_two_servers_on_one_postgresql_database_and_one_out_share_everything_thr
         _answering(*one)
         rows = _wait_done(postgres, {said["id"] for said in receipts.values()}, 400)
         assert {row["state"] for row in rows} == {"done"}
+        home = course["home"] / "private"
+        assert (home / "tokens.address").read_text().strip() == postgres  # the tokens are the database's now
+        before = (home / "tokens.json").read_bytes()
+        with psycopg.connect(postgres) as db:
+            assert db.execute("SELECT COUNT(*) FROM held WHERE kind='token'").fetchone()[0] == 113  # 100 + 12 + prof
         old = issued["b000"]
         new = tokens.issue([("b000", "B000")], "student")[0][1]  # `grader tokens` for one student, again
+        assert (home / "tokens.json").read_bytes() == before  # issued into the database, not the file
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline and any(_mine(url, old) != 401 for url, _ in (one, two)):
             time.sleep(0.1)

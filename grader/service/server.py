@@ -48,7 +48,7 @@ from grader.base.options import Options
 from grader.classroom import workers
 from grader.lesson import catalog, course
 from grader.lesson.draw import Given
-from grader.service import dispatch, hub
+from grader.service import dispatch, hub, tokens
 from grader.service.app import Served, app
 from grader.service.jobs import Queue
 from grader.service.lti.services import Outbox
@@ -170,6 +170,7 @@ def serve(config: Config, ready: Any = None) -> None:
         workers.refuse_without_isolation(config.options)
     where = database(config)
     Queue(where).close()  # the tables made, and a bad address refused, before anything starts
+    tokens.keep_in(where)  # several servers: the course's tokens in their database from now on
     keep_private(config.out, config.group)
     name = f"{socket.gethostname()}:{os.getpid()}"
     setup = dispatch.Setup(database=where, out=config.out.absolute(), jobs=config.jobs, options=config.options,

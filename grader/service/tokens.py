@@ -78,8 +78,78 @@ def _read(path: Path) -> dict[str, dict[str, str]]:
     return {str(k): v for k, v in data.items() if isinstance(v, dict)}
 
 
+ADDRESS = "tokens.address"
+"""Names the PostgreSQL database a course served by several servers keeps its tokens in (written by its first
+server; the private folder's tokens.json only seeds it): `grader tokens` then issues into it, and every server
+asks it for each request, so a token issued again is refused everywhere at once."""
+TOKENS_LOCK = 0x67746F6B  # "gtok": the advisory lock of the tokens' writers
+FOREVER = 100 * 365 * 86400.0
+
+
+def kept_in() -> str | None:
+    """The database the course's tokens are kept in (None: the token file)."""
+    path = course.private_folder() / ADDRESS
+    try:
+        address = files.read_regular(path, 4096).decode("utf-8", "replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise GraderError(f"{path} cannot be read ({err.strerror or err})") from None
+    if not database.is_address(address):
+        raise GraderError(f"{path} does not name a PostgreSQL database (postgresql://...)")
+    return address
+
+
+def keep_in(address: str) -> None:
+    """A course served from the PostgreSQL database at `address` keeps its tokens there from now on: the token
+    file's copied in once (by whichever server comes first), and `grader tokens` issues into it. A SQLite queue's
+    address leaves them in the file."""
+    if not database.is_address(address):
+        return
+    now = kept_in()
+    if now not in (None, address):
+        raise GraderError(f"the course's tokens are kept in another database ({ADDRESS} in its private folder)")
+    held = database.Held(database.Database(address, "tokens"))
+    try:
+        with held.db.writing(TOKENS_LOCK) as db:
+            if not db.one("SELECT COUNT(*) FROM held WHERE kind='token'", ())[0]:
+                for digest, person in _read(_path()).items():
+                    kept = [str(person.get(k, "")) for k in ("who", "name", "role")]
+                    db.execute("INSERT INTO held (kind, key, value, until) VALUES ('token', ?, ?, ?)",
+                               (digest, json.dumps(kept), time.time() + FOREVER))
+    finally:
+        held.db.close()
+    if now is None:
+        files.write_text(course.private_folder() / ADDRESS, address + "\n", private=True)
+
+
+def _issued_into(address: str, people: list[tuple[str, str]], role: str) -> list[tuple[Identity, str]]:
+    held = database.Held(database.Database(address, "tokens"))
+    made = []
+    try:
+        with held.db.writing(TOKENS_LOCK) as db:
+            rows = [(key, json.loads(value)) for key, value in db.all("SELECT key, value FROM held WHERE kind='token'",
+                                                                     ())]
+            for raw, name in people:
+                who = layouts.checked_id(raw, f"{role} id")
+                token = PREFIX[role] + secrets.token_urlsafe(32)
+                for key, (earlier, _, as_role) in rows:
+                    if earlier == who and as_role == role:
+                        db.execute("DELETE FROM held WHERE kind='token' AND key=?", (key,))
+                db.execute("INSERT INTO held (kind, key, value, until) VALUES ('token', ?, ?, ?)",
+                           (_digest(token), json.dumps([who, name, role]), time.time() + FOREVER))
+                made.append((Identity(who, name, role), token))
+    finally:
+        held.db.close()
+    return made
+
+
 def issue(people: list[tuple[str, str]], role: str) -> list[tuple[Identity, str]]:
-    """New tokens for these (id, name) pairs, stored hashed (replacing each one's earlier token); returns them."""
+    """New tokens for these (id, name) pairs, stored hashed (replacing each one's earlier token), in the course's
+    database where its servers keep them there, else in its token file; returns them."""
+    address = kept_in()
+    if address is not None:
+        return _issued_into(address, people, role)
     path = _path()
     stored = _read(path)
     made = []
@@ -130,6 +200,10 @@ class Book:
         self.looked = time.monotonic()
         self.held = held
         self.sessions: dict[str, tuple[Identity, float]] = {}
+        self.shared = held is not None and held.db.postgres and kept_in() == held.db.where
+        """The tokens are in the database the servers share (asked for each request), not in the file."""
+        if self.shared:
+            self.known = {}
 
     def _stamp(self) -> tuple[int, ...]:
         try:
@@ -142,7 +216,7 @@ class Book:
         """The token file read again if it changed since it was last read (a file that cannot be read now keeps
         the tokens read before; the next change is read)."""
         now = time.monotonic()
-        if now - self.looked < RELOAD_S:
+        if self.shared or now - self.looked < RELOAD_S:  # shared: the database is asked, never the file
             return
         self.looked = now
         stamp = self._stamp()
@@ -166,6 +240,10 @@ class Book:
 
     def member(self, who: str) -> Identity | None:
         """The person a token was issued to under the id `who` (a student's id, an instructor's name), if any."""
+        if self.shared and self.held is not None:
+            with self.held.db.transaction() as db:
+                kept = [json.loads(v) for (v,) in db.all("SELECT value FROM held WHERE kind='token'", ())]
+            return next((Identity(*person) for person in kept if person[0] == who), None)
         self._fresh()
         return next((Identity(who, str(p.get("name", "")), str(p.get("role", ""))) for p in self.known.values()
                      if p.get("who") == who), None)
@@ -176,8 +254,8 @@ class Book:
             return None
         self._fresh()
         given = _digest(token)
-        if token.startswith("gl_") and self.held is not None:
-            kept = self.held.get("session", given)
+        if (token.startswith("gl_") or self.shared) and self.held is not None:  # looked up by its digest
+            kept = self.held.get("session" if token.startswith("gl_") else "token", given)
             return Identity(*json.loads(kept)) if kept else None
         opened = self.sessions.get(given)
         if opened is not None and opened[1] > time.monotonic():
