@@ -550,3 +550,22 @@ def test_several_courses_refuse_one_database_for_all(tmp_path: Path) -> None:
                                          "postgresql://grader@127.0.0.1:1/courses"])
     assert said.exit_code != 0 and "go with one course each" in said.output and "Traceback" not in said.output
 
+
+
+def test_a_hub_name_that_cannot_be_an_id_is_nobody_here_even_in_the_students_group(own_course: Any) -> None:
+    """The students group's members become students of their own names, and so files' names: a name that is no
+    id (`..`, `../x`) is not in the course, whatever group holds it."""
+    import asyncio
+    import time as clock
+
+    from grader.service import hub as hubs
+    from grader.service.tokens import Book
+
+    home = own_course()
+    (home / "course.toml").write_text('name = "named"\ntimezone = "UTC"\n[hub]\nstudents = "learners"\n')
+    served = object.__new__(hubs.Hub)  # no hub is asked: the group's members are already known
+    served.book, served.members, served.rows = Book(), {}, (clock.monotonic(), hubs.Roster({}, frozenset()))
+    served.members["learners"] = (clock.monotonic(), frozenset({"..", "../x", "ada"}))
+    found = {name: asyncio.run(served.person(name)) for name in ("..", "../x", "ada")}
+    assert found[".."] is None and found["../x"] is None
+    assert found["ada"] is not None and (found["ada"].who, found["ada"].role) == ("ada", "student")

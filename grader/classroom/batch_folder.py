@@ -213,11 +213,13 @@ class BatchFolder:
     def open_gradebook(self) -> Gradebook:
         return Gradebook(kept_in(self) or self.gradebook)
 
-    def open_decisions(self, make: bool = True) -> Store | None:
-        """The instructor's decisions, where this folder keeps them (`make` False: None while a SQLite folder has
-        none yet)."""
-        address = kept_in(self)
-        return Store(address or self.review_store) if make or address or self.review_store.is_file() else None
+    def open_decisions(self) -> Store:
+        """The instructor's decisions, where this folder keeps them (made where there are none yet)."""
+        return Store(kept_in(self) or self.review_store)
+
+    def decisions_made(self) -> Store | None:
+        """The instructor's decisions, or None while a SQLite folder has none (nothing is made)."""
+        return self.open_decisions() if kept_in(self) or self.review_store.is_file() else None
 
     def make(self) -> None:
         """The folders a batch writes into."""

@@ -158,7 +158,7 @@ class LessonHost:
     @contextlib.contextmanager
     def decisions(self) -> Iterator[review_store.Store | None]:
         """The instructor's review decisions (None where there are none yet), open while grades are recorded."""
-        store = self.out.open_decisions(make=False)
+        store = self.out.decisions_made()
         try:
             yield store
         finally:

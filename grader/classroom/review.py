@@ -78,7 +78,7 @@ class Review:
         self.lesson = catalog.get(ids[0])
         self.grader = grader
         try:
-            self.store = self.folder.open_decisions() or review_store.Store(self.folder.review_store)
+            self.store = self.folder.open_decisions()
         except GraderError:
             self.book.close()
             raise

@@ -33,7 +33,7 @@ import httpx
 from tornado.web import HTTPError as HubAnswered
 
 from grader.base.errors import GraderError
-from grader.intake import roster as class_list
+from grader.intake import layouts, roster as class_list
 from grader.lesson import course
 from grader.service.tokens import Book, Identity
 
@@ -124,6 +124,10 @@ class Hub:
         names are compared as JupyterHub keeps them, case folded. A student's id that the roster gives to another
         hub user is never taken by a hub user of that name."""
         if not user:
+            return None
+        try:  # a hub name becomes a student's id, and so a file's name: it must be one, as any id from outside
+            layouts.checked_id(user, "hub user")
+        except GraderError:
             return None
         policy = course.current().hub
         name = user.casefold()
