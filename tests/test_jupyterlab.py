@@ -65,8 +65,8 @@ def lab(tmp_path):
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
-            urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
-            break
+            with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2):  # closed: no socket left to GC
+                break
         except OSError:
             time.sleep(0.5)
     else:
