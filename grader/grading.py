@@ -36,7 +36,10 @@ def prepared(lesson: catalog.Lesson, public_only: bool = False) -> Prepared:
                                            for ex in lesson.exercises for i, case in enumerate(ex.cases)}
     return Prepared(lesson, handout.given_by_id(lesson), handout.given_sources(lesson), handout.prompt_texts(lesson),
                     handout.warm_sources(lesson), staff_code.properties(lesson), reference, public,
-                    compile_cache.existing(lesson, "cpu"))
+                    compile_cache.existing(lesson, "cpu"), handout.seed_numbers(lesson),
+                    None if reference is None else functools.partial(staff_code.reference, lesson),
+                    frozenset(handout.needed_names(lesson)),
+                    tuple((other.id, frozenset(handout.needed_names(other))) for other in handout.other_lessons(lesson)))
 
 
 def grade(path: str | Path, lesson_id: str | None = None, options: Options = Options(),
@@ -63,12 +66,15 @@ def draw(path: str | Path, lesson_id: str | None, options: Options, student: str
     decided = chosen if isinstance(chosen, drawing.Draw) else drawing.decide(
         lesson, who, chosen, public_only=options.public_only, secret=secret, per_student=drawing.enabled(lesson.id))
     restored, release = releases.restore(lesson, read.notebook, ready.given_by_id)
-    restored, held = variants.own_numbers(lesson, restored, decided.own_numbers(), Path(read.path).name,
-                                          options.public_only, ready.given_by_id)
+    numbers = decided.own_numbers()
+    restored, held = variants.own_numbers(lesson, restored, numbers, Path(read.path).name, options.public_only,
+                                          ready.given_by_id)
     read = dataclasses.replace(read, student=who, notebook=restored)
-    notes = tuple(named) + tuple(variants.held_elsewhere(read.notebook, who, decided.own_numbers(), held))
-    return submission.Drawn(read, ready, release, decided, notes, handout_of,
-                            submission.plans_for(lesson, decided.seed, options.public_only))
+    notes = tuple(named) + tuple(variants.held_elsewhere(read.notebook, who, numbers, held))
+    own_reference = (ready.reference_for(tuple(sorted(numbers.items())))  # the figures this student's numbers make
+                     if ready.reference_for and numbers and numbers != ready.seed_numbers else None)
+    return submission.Drawn(read, ready, release, release.note(lesson.id), decided, notes, handout_of,
+                            submission.plans_for(lesson, decided.seed, options.public_only), held, own_reference)
 
 
 def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:

@@ -9,19 +9,13 @@ import pytest
 
 from grader.base.errors import LessonError
 from grader.lesson import catalog, handout
+from grader.run import submission
 
 LESSON = "inference-capacity"
 
 
 def _notebook(*sources):
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-
-
-def test_top_level_names_are_read_without_running_anything():
-    nb = _notebook("import numpy as np\nfrom jax import numpy as jnp\nimport os.path",
-                   "def f():\n    inner = 1\nclass K: pass\nx, (y, z) = 1, (2, 3)\nw: int = 4",
-                   "%timeit f()", "raise SystemExit  # never run")
-    assert handout.top_level_names(nb) == {"np", "jnp", "os", "f", "K", "x", "y", "z", "w"}
 
 
 def test_the_release_carries_its_lesson_and_version_and_no_reference_code(tmp_path):
@@ -34,22 +28,15 @@ def test_the_release_carries_its_lesson_and_version_and_no_reference_code(tmp_pa
     assert answers and not any(cell.source.strip() in sources for cell in answers.values())
 
 
-def test_a_notebook_of_another_lesson_is_recognised_by_its_names():
-    scaling = handout.solution_notebook(catalog.get("inference-scaling"))
-    found = handout.other_lesson(catalog.get(LESSON), scaling)
-    assert found is not None and found[0] == "inference-scaling" and found[1] == found[2]
-    assert handout.other_lesson(catalog.get(LESSON), handout.solution_notebook(catalog.get(LESSON))) is None
-
-
 def test_the_warm_prefix_holds_only_while_the_lessons_first_cells_are_unchanged():
     warm = "inference-scaling"  # the lesson that declares warm cells (three, in lesson.toml)
     sources = handout.warm_sources(catalog.get(warm))
     assert len(sources) == 3 and handout.warm_sources(catalog.get("dynamic-batching")) == ()
     nb = _notebook(*sources, "x = 1")
-    assert handout.warm_prefix(sources, nb) == frozenset(range(3))
+    assert submission.warm_prefix(sources, nb) == frozenset(range(3))
     edited = _notebook(sources[0] + "\nimport os", *sources[1:], "x = 1")
-    assert handout.warm_prefix(sources, edited) == frozenset()
-    assert handout.warm_prefix(sources, _notebook("x = 1")) == frozenset()
+    assert submission.warm_prefix(sources, edited) == frozenset()
+    assert submission.warm_prefix(sources, _notebook("x = 1")) == frozenset()
 
 
 def test_given_sources_match_the_scaffolds_given_cells():
@@ -63,8 +50,10 @@ def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, m
     read is passed over there, as a grade passes it over when it compares a notebook's names."""
     import shutil
 
+    from grader import grading
     from grader.base.options import Options
     from grader.classroom import workers as worker
+    from grader.judge import judging
 
     root = Path(__file__).resolve().parent.parent
     home = tmp_path / "course"
@@ -78,7 +67,8 @@ def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, m
         with pytest.raises(LessonError):
             catalog.get("broken")
         assert list(handout.other_lessons(lesson)) == []  # the broken one is passed over
-        assert handout.other_lesson(lesson, handout.scaffold(lesson)) is None
+        ready = grading.prepared(lesson, public_only=True)
+        assert ready.others == () and judging.other_lesson(handout.scaffold(lesson), ready.needed, ready.others) is None
         real = catalog.get
         monkeypatch.setattr(catalog, "get", lambda lesson_id: real(lesson_id) if lesson_id == lesson.id else
                             (_ for _ in ()).throw(OSError(f"{lesson_id}: unreadable")))

@@ -278,3 +278,28 @@ def test_one_bug_on_many_inputs_is_said_once_whatever_numbers_each_shows_and_one
     assert lines[0].startswith("3 cases, e.g. hidden case `q(1)`: your answer for the first of 3 returned values")
     assert lines[1] == "hidden case `q(9)`: raised ValueError: no" and len(lines) == 2
     assert verdict._passed_line([case()], {}) == "the case passed"
+
+
+def test_top_level_names_are_read_without_running_anything():
+    from grader.base import syntax
+
+    sources = ["import numpy as np\nfrom jax import numpy as jnp\nimport os.path",
+               "def f():\n    inner = 1\nclass K: pass\nx, (y, z) = 1, (2, 3)\nw: int = 4",
+               "%timeit f()", "raise SystemExit  # never run"]
+    assert syntax.defined_names(sources) == {"np", "jnp", "os", "f", "K", "x", "y", "z", "w"}
+
+
+def test_a_notebook_of_another_lesson_is_recognised_by_its_names():
+    """The judge's note on a notebook handed in for the wrong lesson: it defines every name inference-scaling's
+    exercises need, and (as a notebook of inference-capacity) few of its own lesson's."""
+    from grader import grading
+    from grader.judge import judging
+    from grader.lesson import catalog, handout
+
+    ready = grading.prepared(catalog.get("inference-capacity"), public_only=True)
+    assert {other for other, _ in ready.others} == {"inference-scaling", "dynamic-batching"}
+    scaling = handout.solution_notebook(catalog.get("inference-scaling"))
+    found = judging.other_lesson(scaling, ready.needed, ready.others)
+    assert found is not None and found[0] == "inference-scaling" and found[1] == found[2]
+    own = handout.solution_notebook(catalog.get("inference-capacity"))
+    assert judging.other_lesson(own, ready.needed, ready.others) is None

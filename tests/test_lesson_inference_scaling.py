@@ -15,6 +15,7 @@ from conftest import statuses
 
 from grader.base.errors import LessonError
 from grader.lesson import catalog, handout, staff_code
+from grader.run import submission
 
 LESSON = "inference-scaling"
 ALL = ["batch-sweep", "crossover", "cache-product"]
@@ -184,18 +185,18 @@ def test_warm_cells_stand_for_an_unchanged_leading_prefix_only():
     lesson = catalog.get("inference-scaling")
     solution = handout.solution_notebook(lesson)
     leading = [i for i, c in enumerate(solution.cells) if c.cell_type == "code"][:3]
-    assert handout.warm_prefix(handout.warm_sources(lesson), solution) == frozenset(leading)
+    assert submission.warm_prefix(handout.warm_sources(lesson), solution) == frozenset(leading)
     solution.cells[leading[1]].source += "\n\n"  # whitespace at the end changes nothing that runs
-    assert handout.warm_prefix(handout.warm_sources(lesson), solution) == frozenset(leading)
+    assert submission.warm_prefix(handout.warm_sources(lesson), solution) == frozenset(leading)
     changed = handout.solution_notebook(lesson)
     changed.cells[_code_index(changed, "given-pipeline")].source = changed.cells[
         _code_index(changed, "given-pipeline")].source.replace("THRESHOLD = PERIODS[1:9], PERIODS[9:], 40",
                                                                 "THRESHOLD = PERIODS[1:9], PERIODS[9:], 41")
     assert "41" in changed.cells[_code_index(changed, "given-pipeline")].source
-    assert handout.warm_prefix(handout.warm_sources(lesson), changed) == frozenset()
+    assert submission.warm_prefix(handout.warm_sources(lesson), changed) == frozenset()
     before = handout.solution_notebook(lesson)
     before.cells.insert(0, nbformat.v4.new_code_cell("SEED = 1"))
-    assert handout.warm_prefix(handout.warm_sources(lesson), before) == frozenset()
+    assert submission.warm_prefix(handout.warm_sources(lesson), before) == frozenset()
 
 
 def test_warm_cells_must_be_the_leading_silent_given_cells(tmp_path):

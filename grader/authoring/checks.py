@@ -17,6 +17,7 @@ from typing import Any
 
 import nbformat
 
+from grader.base import syntax
 from grader.judge import expectations, matching
 from grader.lesson import catalog, handout, staff_code
 from grader.lesson.cases import AskReference, Holds, Raises, Stated
@@ -186,7 +187,7 @@ def typed_variants(lesson: catalog.Lesson) -> list[str]:
     problems = []
     for ex in lesson.exercises:
         code = "\n".join(c.source for cid, c in answers.items() if cid == f"answer-{ex.id}"
-                         or handout.top_level_names(nbformat.v4.new_notebook(cells=[c])) & set(ex.needs))
+                         or c.cell_type == "code" and syntax.defined_names([c.source]) & set(ex.needs))
         said = [(lesson.folder / "scaffold.py", "its text", texts.get(ex.id, ""))]
         said += [(lesson.folder / "lesson.toml", f"the {key} of {case.label()}", getattr(case, key))
                  for case in ex.cases for key in ("note", "hint")]

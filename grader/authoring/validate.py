@@ -14,7 +14,7 @@ from typing import Any
 import nbformat
 
 from grader.authoring import checks as authored, proof
-from grader.base import spelling
+from grader.base import spelling, syntax
 from grader.base.errors import GraderError
 from grader.grading import Options, grade
 from grader.judge import expectations, matching
@@ -101,7 +101,7 @@ def quick(lesson: catalog.Lesson, seeds: tuple[int, ...] = authored.DRAWN) -> li
     the lesson's exercises, the declared mistakes load, and the solution notebook is current."""
     staff_code_loads(lesson)
     mistakes.declared(lesson)
-    defined = handout.top_level_names(handout.solution_notebook(lesson))
+    defined = syntax.defined_names(c.source for c in handout.solution_notebook(lesson).cells if c.cell_type == "code")
     problems = [f"exercise {ex.id} needs `{name}`, which neither the given cells nor the reference answers define "
                 "(a typo in lesson.toml's needs?)" for ex in lesson.exercises for name in ex.needs if name not in defined]
     return (problems + stated_figures(lesson) + authored.hidden_figures(lesson, seeds) + authored.properties_run(lesson)

@@ -45,7 +45,7 @@ from grader.base.options import Options
 from grader.classroom import certs
 from grader.intake import load
 from grader.kernel import warm_start
-from grader.lesson import catalog, draw as drawing, folders, handout
+from grader.lesson import catalog, draw as drawing, folders
 from grader.lesson.draw import Draw
 from grader.report import finish
 from grader.result.record import INTERNAL_ERROR
@@ -77,14 +77,13 @@ def prepare(lesson: catalog.Lesson, options: Options, hash_seed: int) -> None:
 
     Fills the lesson's compilation cache if this machine has none yet and starts the shared zygote in the
     background; meanwhile prepares the lesson (grading.prepared: the handout's cells, the checks, the reference's
-    answer to every public case), reads the other lessons a notebook's names are compared with, compiles the JSON
+    answer to every public case, the names the other lessons need), compiles the JSON
     shape checks, reads the host's facts and imports the report code. Worker processes forked afterwards inherit
     all of it. A lesson that cannot be prepared is not an error here: each grade then says why.
     """
     starting = warm_start.start(lesson, options, hash_seed)
     try:
         grading.prepared(lesson, options.public_only)
-        list(handout.other_lessons(lesson))
     except Exception:  # a scaffold, a reference or another lesson that cannot be read: each grade then says why
         pass
     probe.warm()

@@ -9,11 +9,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from grader.base import syntax
 from grader.base.options import Options
-from grader.intake import load
 from grader.judge import completion, verdict
-from grader.lesson import catalog, handout, releases, staff_code
-from grader.lesson.cases import AskReference, Stated
+from grader.lesson.cases import AskReference, Case, Stated
 from grader.lesson.prepared import Prepared
 from grader.run import probe
 from grader.run.submission import Drawn, Ran
@@ -23,53 +22,53 @@ def judged(drawn: Drawn, ran: Ran, options: Options) -> verdict.Judged:
     """Each exercise judged on what the probes read, and the notes on the notebook as a whole."""
     started = time.monotonic()
     verdicts = verdicts_of(drawn.prepared, drawn.plans, ran.probes, ran, drawn.submission.notebook, options,
-                           drawn.numbers)
-    notes, verdicts = _noted(drawn.lesson, drawn.submission, drawn.release, verdicts)
+                           drawn.held, drawn.own_reference)
+    notes, verdicts = _noted(drawn, verdicts)
     return verdict.Judged(tuple(verdicts), drawn.notes + tuple(notes), time.monotonic() - started)
 
 
 def verdicts_of(ready: Prepared, plans: list[probe.ExercisePlan], probes: dict[str, probe.Probe], ran: Ran,
-                notebook: Any, options: Options, numbers: dict[str, float] | None = None) -> list[verdict.ExerciseResult]:
+                notebook: Any, options: Options, held: Mapping[str, float] | None = None,
+                own_reference: dict[str, Any] | None = None) -> list[verdict.ExerciseResult]:
     """Each exercise judged on `probes` (what `ran` read, or a slice of it) against the lesson's figures, the public
-    cases' expectations and the reference's answers."""
+    cases' expectations and the reference's answers (`own_reference`: for the student's own numbers)."""
     lesson, reference = ready.lesson, None if options.public_only else ready.reference
-    owned = {ex.id: own_figures(lesson, ex.id, list(plan.cases), numbers, notebook, reference is not None,
-                                ready.given_by_id)
+    owned = {ex.id: own_figures(ex.id, list(plan.cases), reference is not None, own_reference, notebook,
+                                held or {}, ready.seed_numbers)
              for ex, plan in zip(lesson.exercises, plans)}
     return verdict.judge_lesson(lesson.exercises, owned, probes, dict(ready.public) if reference is not None else {},
                                 reference, ran.executed.cells, notebook, ready.checks)
 
 
-def own_figures(lesson: catalog.Lesson, ex_id: str, cases: list[catalog.Case], numbers: dict[str, float] | None,
-                 notebook: Any, graded: bool,
-                 given_cells: Mapping[str, str] | None = None) -> tuple[list[catalog.Case], dict[str, Any] | None]:
+def own_figures(ex_id: str, cases: list[Case], graded: bool, own_reference: dict[str, Any] | None, notebook: Any,
+                held: Mapping[str, float], seed_numbers: Mapping[str, float]) -> tuple[list[Case], dict[str, Any] | None]:
     """Public cases whose figures follow the student's own numbers (`varies`): graded, the reference answers them
-    for those numbers (the namespace returned); in a self-check, which has no reference, the figures the handout
-    carries for its numbers stand in for the seed's."""
+    for those numbers (`own_reference`, returned); in a self-check, which has no reference, the figures the handout
+    carries for the numbers it `held` stand in for the seed's."""
     varied = [i for i, case in enumerate(cases) if case.varies and not case.hidden]
     if not varied:
         return cases, None
     if graded:
-        if not numbers or numbers == handout.seed_numbers(lesson):
+        if own_reference is None:
             return cases, None
         unstated = [dataclasses.replace(c, check=AskReference()) if i in varied else c
                     for i, c in enumerate(cases)]
-        return unstated, staff_code.reference(lesson, tuple(sorted(numbers.items())))
+        return unstated, own_reference
     figures = (notebook.metadata.get("grader") or {}).get("public")
-    if not isinstance(figures, dict) or handout.found_numbers(lesson, notebook, given_cells)[1] in ({}, handout.seed_numbers(lesson)):
+    if not isinstance(figures, dict) or not held or dict(held) == dict(seed_numbers):
         return cases, None
     return [dataclasses.replace(c, check=Stated(figures[f"{ex_id}/{i}"]))
             if i in varied and f"{ex_id}/{i}" in figures else c for i, c in enumerate(cases)], None
 
 
-def _noted(lesson: catalog.Lesson, submission: load.Submission, release: releases.Release,
-           verdicts: list[verdict.ExerciseResult]) -> tuple[list[str], list[verdict.ExerciseResult]]:
+def _noted(drawn: Drawn, verdicts: list[verdict.ExerciseResult]) -> tuple[list[str], list[verdict.ExerciseResult]]:
     """The result's notes: a notebook of another release or of another lesson says so (in the missing verdicts too)."""
-    notes = list(submission.notes)
-    notes += [f"{ex.id}: {said}" for ex in lesson.exercises for said in completion.unwaited(submission.notebook, ex.timed)]
-    if release.note(lesson.id):
-        notes.insert(0, release.note(lesson.id))
-    other = handout.other_lesson(lesson, submission.notebook)
+    lesson, notebook = drawn.lesson, drawn.submission.notebook
+    notes = list(drawn.submission.notes)
+    notes += [f"{ex.id}: {said}" for ex in lesson.exercises for said in completion.unwaited(notebook, ex.timed)]
+    if drawn.release_note:
+        notes.insert(0, drawn.release_note)
+    other = other_lesson(notebook, drawn.prepared.needed, drawn.prepared.others)
     if other and any(v.status == "missing" for v in verdicts):
         hint = (f"this notebook defines {other[1]} of the {other[2]} names of lesson '{other[0]}': is it that "
                 f"lesson's notebook? (graded as '{lesson.id}')")
@@ -79,3 +78,17 @@ def _noted(lesson: catalog.Lesson, submission: load.Submission, release: release
     return notes, verdicts
 
 
+def other_lesson(notebook: Any, needed: frozenset[str],
+                 others: tuple[tuple[str, frozenset[str]], ...]) -> tuple[str, int, int] | None:
+    """(id, names defined, names needed) of another lesson (`others`: each one's id and the names its exercises
+    need) whose names the notebook defines far better than its own lesson's (`needed`)."""
+    names = syntax.defined_names(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    own = len(needed & names) / max(1, len(needed))
+    best: tuple[float, str, int, int] | None = None
+    for other_id, needs in others:
+        share = len(needs & names) / max(1, len(needs))
+        if best is None or share > best[0]:
+            best = (share, other_id, len(needs & names), len(needs))
+    if best is None or best[0] < 0.5 or best[0] <= own:
+        return None
+    return best[1], best[2], best[3]

@@ -136,47 +136,9 @@ def assigned(source: str) -> dict[str, float]:
             and not isinstance(node.value.value, bool)}
 
 
-def top_level_names(notebook: Any) -> set[str]:
-    """Names a notebook's code cells define at top level (functions, classes, assignments, imports)."""
-    import ast
-
-    names: set[str] = set()
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        try:
-            tree = syntax.parse(cell.source)
-        except SyntaxError:  # IPython magics, or a cell that does not parse: its names are not counted
-            continue
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-    return names
-
-
 def needed_names(lesson: catalog.Lesson) -> set[str]:
     """Every name the lesson's exercises need."""
     return {name for ex in lesson.exercises for name in ex.needs}
-
-
-def other_lesson(lesson: catalog.Lesson, notebook: Any) -> tuple[str, int, int] | None:
-    """(id, names defined, names needed) of another lesson whose names the notebook defines far better."""
-    names = top_level_names(notebook)
-    own = len(needed_names(lesson) & names) / max(1, len(needed_names(lesson)))
-    best: tuple[float, str, int, int] | None = None
-    for other in other_lessons(lesson):
-        needs = needed_names(other)
-        share = len(needs & names) / max(1, len(needs))
-        if best is None or share > best[0]:
-            best = (share, other.id, len(needs & names), len(needs))
-    if best is None or best[0] < 0.5 or best[0] <= own:
-        return None
-    return best[1], best[2], best[3]
 
 
 def other_lessons(lesson: catalog.Lesson) -> Iterator[catalog.Lesson]:
@@ -228,19 +190,6 @@ def warm_sources(lesson: catalog.Lesson) -> tuple[str, ...]:
                               "whose value a kernel would display")
         sources.append(source)
     return tuple(sources)
-
-
-def warm_prefix(sources: tuple[str, ...], notebook: Any) -> frozenset[int]:
-    """Indices of the notebook's cells that a template's warm run stands for: the first code cells with source,
-    when they are the lesson's warm cells (`sources`: warm_sources) unchanged and in order (matched by source,
-    which the student controls as much as ids and tags); otherwise none."""
-    if not sources:
-        return frozenset()
-    code = [(i, cell.source) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip()]
-    lead = code[:len(sources)]
-    if len(lead) < len(sources) or any(text.strip() != source.strip() for (_, text), source in zip(lead, sources)):
-        return frozenset()
-    return frozenset(i for i, _ in lead)
 
 
 def given_by_id(lesson: catalog.Lesson) -> dict[str, str]:

@@ -4,12 +4,13 @@ A host (a batch, a service's lesson host, a cluster's worker, `grader grade` for
 lesson once (grading.prepared); forked workers inherit it. A grade then takes the prepared lesson, the student's
 draw and the notebook, and never reads the lesson's folders again: the given cells it recognises, the prompts
 an unanswered explanation still holds, the warm cells a kernel template ran, the consistency checks, the
-reference and its answers to every public case, and the compilation cache its kernels read.
+reference and its answers to every public case (and, for a student's own numbers, the reference itself), the
+compilation cache its kernels read, and the names the course's other lessons need.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,3 +39,13 @@ class Prepared:
     """The expectation of every public case, by (exercise, position): the same for every student."""
     compile_cache: str
     """The lesson's filled compilation cache for the CPU, or "" (an accelerator's is looked up at its grade)."""
+    seed_numbers: Mapping[str, float]
+    """The seed's numbers (each variant's first choice): a student drawn other numbers meets other figures."""
+    reference_for: Callable[[tuple[tuple[str, float], ...]], dict[str, Any]] | None
+    """The reference's namespace for a student's own numbers (sorted pairs; cached where it is built); None for a
+    self-check."""
+    needed: frozenset[str]
+    """Every name the lesson's exercises need."""
+    others: tuple[tuple[str, frozenset[str]], ...]
+    """The course's other lessons that could be read, each with the names its exercises need: a notebook that
+    defines far more of another lesson's names than of its own is said to be that lesson's, perhaps."""

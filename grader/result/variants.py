@@ -75,11 +75,12 @@ def own_numbers(lesson: catalog.Lesson, notebook: Any, numbers: dict[str, float]
                 public_only: bool, given_cells: Mapping[str, str] | None = None) -> tuple[Any, dict[str, float]]:
     """(the notebook to run, the numbers it held): where the student's draw has numbers of their own, the notebook's
     variant cell set to them; else (the seed's) a per-student handout graded where the course does not vary the
-    lesson is refused, never graded on numbers nobody handed out."""
+    lesson is refused, never graded on numbers nobody handed out (a self-check keeps the handout's numbers: its
+    figures come with them)."""
     if numbers is None:
         if not public_only:
             refuse_elsewhere(lesson, notebook, name, given_cells)
-        return notebook, {}
+        return notebook, handout.found_numbers(lesson, notebook, given_cells)[1]
     return applied(lesson, notebook, numbers, given_cells)
 
 

@@ -17,7 +17,7 @@ from grader.base.errors import DeviceUnavailable, GraderError, SandboxUnavailabl
 from grader.base.options import Options
 from grader.intake import load
 from grader.kernel import compile_cache, devices, isolation, leftovers, managers, sandbox, zygote
-from grader.lesson import catalog, draw as drawing, handout, releases, staff_code
+from grader.lesson import catalog, draw as drawing, releases, staff_code
 from grader.lesson.prepared import Prepared
 from grader.run import device_check, execution, probe
 from grader.run.cells import SKIPPED
@@ -34,11 +34,17 @@ class Drawn:
     submission: load.Submission
     prepared: Prepared
     release: releases.Release
+    release_note: str
+    """What the report says of the notebook's release ("" when it is the current one, nothing restored)."""
     draw: drawing.Draw
     notes: tuple[str, ...]
     """Who the notebook is (an owner mark naming another student), numbers held elsewhere."""
     handout_of: str | None
     plans: list[probe.ExercisePlan]
+    held: dict[str, float]
+    """The numbers the notebook itself held in its variant cell ({} where it has none)."""
+    own_reference: dict[str, Any] | None
+    """The reference's namespace for the student's own numbers, where they are not the seed's (graded only)."""
 
     @property
     def lesson(self) -> catalog.Lesson:
@@ -140,10 +146,23 @@ def resolve_device(options: Options, report: isolation.SandboxReport) -> tuple[s
 def _warm_prefix(prepared: Prepared, notebook: Any, options: Options, start: devices.KernelStart) -> frozenset[int]:
     """The notebook's leading cells that the zygote's one run of the lesson's warm cells stands for (none when
     the notebook changed them, or the zygote could not run them)."""
-    prefix = handout.warm_prefix(prepared.warm_sources, notebook)
+    prefix = warm_prefix(prepared.warm_sources, notebook)
     if not prefix:
         return prefix
     try:
         return prefix if zygote.shared(options.limits, start).warm_cells else frozenset()
     except GraderError:  # the kernel start reports it
         return frozenset()
+
+
+def warm_prefix(sources: tuple[str, ...], notebook: Any) -> frozenset[int]:
+    """Indices of the notebook's cells that a template's warm run stands for: the first code cells with source,
+    when they are the lesson's warm cells (`sources`: handout.warm_sources) unchanged and in order (matched by
+    source, which the student controls as much as ids and tags); otherwise none."""
+    if not sources:
+        return frozenset()
+    code = [(i, cell.source) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip()]
+    lead = code[:len(sources)]
+    if len(lead) < len(sources) or any(text.strip() != source.strip() for (_, text), source in zip(lead, sources)):
+        return frozenset()
+    return frozenset(i for i, _ in lead)
