@@ -7,12 +7,14 @@ once per session and the result shared by the tests that look at it.
 from __future__ import annotations
 
 import copy
+import gc
 import glob
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,33 @@ def _no_key_in_the_suites_course() -> Any:
     suites = SUITES_COURSE[0] / "private" / "course.key"
     yield
     assert not suites.exists(), f"this test made a course key in the suite's own course ({suites}): use own_course"
+
+
+@pytest.fixture(autouse=True)
+def _dask_sockets_collected_here(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A Dask client turned away by the course cluster's guard leaves its connection for the garbage collector
+    (distributed's comm objects hold it in a reference cycle): collected at the end of the Dask test, its
+    ResourceWarning is that test's, never a later test's that happens to run the collector (a test failing or not
+    by the order the suite ran in)."""
+    yield
+    if request.node.get_closest_marker("dask") is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _nothing_left_open_by_a_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A socket or file a module's tests left open is said at the end of that module (the collector runs there),
+    not by whichever later test the collector happens to run in; Dask's own comms are passed over (see above)."""
+    yield
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", ResourceWarning)
+        gc.collect()
+    left = [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+    dask = any(item.get_closest_marker("dask") for item in request.session.items if item.module is request.module)
+    if left and not dask:
+        pytest.fail(f"{request.module.__name__} left {len(left)} thing(s) open, first: {left[0][:300]}")
 
 
 @pytest.fixture
