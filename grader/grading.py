@@ -71,10 +71,12 @@ def draw(path: str | Path, lesson_id: str | None, options: Options, student: str
                                           ready.given_by_id)
     read = dataclasses.replace(read, student=who, notebook=restored)
     notes = tuple(named) + tuple(variants.held_elsewhere(read.notebook, who, numbers, held))
+    varies = any(case.varies and not case.hidden for ex in lesson.exercises for case in ex.cases)
     own_reference = (ready.reference_for(tuple(sorted(numbers.items())))  # the figures this student's numbers make
-                     if ready.reference_for and numbers and numbers != ready.seed_numbers else None)
+                     if ready.reference_for and varies and numbers and numbers != ready.seed_numbers else None)
+    runs_with = dict(numbers) if numbers is not None and held else held  # the variant cell as it will run
     return submission.Drawn(read, ready, release, release.note(lesson.id), decided, notes, handout_of,
-                            submission.plans_for(lesson, decided.seed, options.public_only), held, own_reference)
+                            submission.plans_for(lesson, decided.seed, options.public_only), runs_with, own_reference)
 
 
 def _lesson_id(lesson_id: str | None, submission: load.Submission) -> str:

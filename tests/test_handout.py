@@ -80,14 +80,19 @@ def test_a_broken_lesson_beside_the_graded_one_costs_a_batch_nothing(tmp_path, m
 
 
 def test_warming_a_lesson_looks_up_only_the_others(monkeypatch):
-    """A batch's parent holds its lesson from the one lookup of `batch`: the warm-up reads every other lesson (a
-    notebook's names are compared with theirs) and never looks the batch's own up again by its id."""
+    """A batch's parent holds its lesson from the one lookup of `batch`: the warm-up prepares it with the names of
+    every other lesson (a notebook's names are compared with theirs) and never looks the batch's own up again by its
+    id (the prepared lesson may come from this process's cache: then nothing is looked up at all)."""
     lesson = catalog.get("inference-scaling")
     looked_up: list[str] = []
     real_get = catalog.get
     monkeypatch.setattr(catalog, "get", lambda lesson_id: looked_up.append(lesson_id) or real_get(lesson_id))
+    from grader import grading
     from grader.base.options import Options
     from grader.classroom import workers
 
     workers.prepare(lesson, Options(zygote=False, public_only=True), 0)
-    assert sorted(looked_up) == sorted(set(catalog.available()) - {"inference-scaling"})
+    assert "inference-scaling" not in looked_up
+    others = dict(grading.prepared(lesson, public_only=True).others)
+    assert set(others) == set(catalog.available()) - {"inference-scaling"}
+    assert others["inference-capacity"] == {name for ex in real_get("inference-capacity").exercises for name in ex.needs}

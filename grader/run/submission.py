@@ -42,7 +42,8 @@ class Drawn:
     handout_of: str | None
     plans: list[probe.ExercisePlan]
     held: dict[str, float]
-    """The numbers the notebook itself held in its variant cell ({} where it has none)."""
+    """The numbers the notebook's variant cell runs with: the student's own where the draw set them, else those the
+    notebook held ({} where it has no variant cell)."""
     own_reference: dict[str, Any] | None
     """The reference's namespace for the student's own numbers, where they are not the seed's (graded only)."""
 
