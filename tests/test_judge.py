@@ -107,7 +107,10 @@ def test_undefined_names_missing_error_timeout():
     assert raised.status == "error" and "NameError" in raised.messages[0]
     assert 'the cell starting "def f(x): ..."' in raised.messages[0]  # as the student sees it, not a grader index
     hung = verdict.judge(ex, list(ex.cases), probe, [Value(2.0)], (CellRun(0, "c", "timeout"),), nb, {})
-    assert hung.status == "timeout"
+    assert hung.status == "timeout" and hung.messages[0].endswith("ran past its time limit")
+    limited = verdict.judge(ex, list(ex.cases), probe, [Value(2.0)],
+                            (CellRun(0, "c", "timeout", evalue="interrupted after 5 s"),), nb, {})
+    assert limited.messages[0].endswith("ran past its time limit (interrupted after 5 s)")  # the limit it had
 
 
 @pytest.mark.parametrize("status, expected", [("timeout", "timeout"), ("died", "error"), ("unreadable", "error"),

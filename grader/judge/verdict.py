@@ -232,7 +232,8 @@ def _blocked(exercise: Exercise, probe: Probe, cells: tuple[CellRun, ...], noteb
     culprit = suspects[0]
     if any(c.status == "timeout" for c in suspects):
         culprit = next(c for c in suspects if c.status == "timeout")
-        return "timeout", [f"{names} undefined after {cell_name(notebook, culprit.index)} ran past its time limit"]
+        how = f" ({culprit.evalue})" if culprit.evalue else ""  # "interrupted after 5 s": the limit it had
+        return "timeout", [f"{names} undefined after {cell_name(notebook, culprit.index)} ran past its time limit{how}"]
     if culprit.status == "dropped":
         return "error", [f"{names} undefined: {cell_name(notebook, culprit.index)} was "
                          f"{culprit.evalue or 'left out: it stopped the kernel'}"]
