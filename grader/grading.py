@@ -32,12 +32,13 @@ def prepared(lesson: catalog.Lesson, public_only: bool = False) -> Prepared:
     it): the handout's given cells and prompts, its warm cells, the checks, and, where graded (not a self-check,
     which has no reference), the reference and its answer to every public case, the same for every student."""
     reference = None if public_only else staff_code.reference(lesson)
+    varies = any(case.varies and not case.hidden for ex in lesson.exercises for case in ex.cases)
     public = {} if reference is None else {(ex.id, i): expectations.expectation(case, reference)
                                            for ex in lesson.exercises for i, case in enumerate(ex.cases)}
     return Prepared(lesson, handout.given_by_id(lesson), handout.given_sources(lesson), handout.prompt_texts(lesson),
                     handout.warm_sources(lesson), staff_code.properties(lesson), reference, public,
                     compile_cache.existing(lesson, "cpu"), handout.seed_numbers(lesson),
-                    None if reference is None else functools.partial(staff_code.reference, lesson),
+                    functools.partial(staff_code.reference, lesson) if reference is not None and varies else None,
                     frozenset(handout.needed_names(lesson)),
                     tuple((other.id, frozenset(handout.needed_names(other))) for other in handout.other_lessons(lesson)))
 
@@ -71,9 +72,8 @@ def draw(path: str | Path, lesson_id: str | None, options: Options, student: str
                                           ready.given_by_id)
     read = dataclasses.replace(read, student=who, notebook=restored)
     notes = tuple(named) + tuple(variants.held_elsewhere(read.notebook, who, numbers, held))
-    varies = any(case.varies and not case.hidden for ex in lesson.exercises for case in ex.cases)
     own_reference = (ready.reference_for(tuple(sorted(numbers.items())))  # the figures this student's numbers make
-                     if ready.reference_for and varies and numbers and numbers != ready.seed_numbers else None)
+                     if ready.reference_for and numbers and numbers != ready.seed_numbers else None)
     runs_with = dict(numbers) if numbers is not None and held else held  # the variant cell as it will run
     return submission.Drawn(read, ready, release, release.note(lesson.id), decided, notes, handout_of,
                             submission.plans_for(lesson, decided.seed, options.public_only), runs_with, own_reference)

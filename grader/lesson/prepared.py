@@ -43,7 +43,7 @@ class Prepared:
     """The seed's numbers (each variant's first choice): a student drawn other numbers meets other figures."""
     reference_for: Callable[[tuple[tuple[str, float], ...]], dict[str, Any]] | None
     """The reference's namespace for a student's own numbers (sorted pairs; cached where it is built); None for a
-    self-check."""
+    self-check, and for a lesson none of whose public figures follow the numbers (`varies`)."""
     needed: frozenset[str]
     """Every name the lesson's exercises need."""
     others: tuple[tuple[str, frozenset[str]], ...]

@@ -2,8 +2,8 @@
 course folder, each at /services/grader/<course>/.
 
 Every folder under ROOT that holds a course.toml is a course, served by its own `grader serve --hub` (its
-policy, queue, gradebook, instructors group and LTI registration; its grades in OUT/<course>/) on a loopback
-port this front chooses; a folder added under ROOT is served within seconds, with no restart of the hub or of
+policy, queue, gradebook, instructors group and LTI registration; its grades in OUT/<course>/) on a Unix
+socket in this front's own 0700 folder; a folder added under ROOT is served within seconds, with no restart of the hub or of
 this service, and a course server that stops is started again. The front passes each request under
 /services/grader/<course>/ to its course as it came (the hub's proxy does the same for the front), so the
 course's own pages, API, sign-in and LTI are the single course's, unchanged.
